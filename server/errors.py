@@ -1,0 +1,12 @@
+"""The one user-facing error of the run logic. The MCP glue turns it into a ToolError the model reads."""
+
+
+class ResearchError(Exception):
+    """Something the caller asked for cannot be done; the message says why and what to do instead."""
+
+
+class RefusedError(ResearchError):
+    """A request refused before anything ran (invalid params, an exact repeat, a rejected edit).
+
+    It costs no budget, is logged as an event, and counts toward the consecutive-failure stop.
+    """

@@ -1,0 +1,81 @@
+"""The records the store keeps and the tools return. Plain pydantic: they are the structured output."""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+RunStatus = Literal["running", "converged", "exhausted", "stopped"]
+ExperimentStatus = Literal["running", "ok", "crash", "timeout", "incorrect", "interrupted"]
+NoteKind = Literal["strategy", "failed"]
+FINISHED_STATUSES: tuple[ExperimentStatus, ...] = ("ok", "crash", "timeout", "incorrect", "interrupted")
+
+
+class Experiment(BaseModel):
+    id: int
+    run_id: str
+    iteration: int = Field(description="1-based; one recorded experiment = one iteration of the budget")
+    params: dict[str, Any]
+    artifact_version: int
+    status: ExperimentStatus
+    metrics: dict[str, float] = Field(default_factory=dict)
+    metric: float | None = Field(default=None, description="the task's target metric")
+    kept: bool = Field(default=False, description="true when this experiment became the best so far")
+    note: str | None = None
+    error_tail: str | None = None
+    started_at: str
+    finished_at: str | None = None
+    duration_s: float | None = None
+
+
+class BestResult(BaseModel):
+    iteration: int
+    metric: float
+    params: dict[str, Any]
+    artifact_version: int
+
+
+class Run(BaseModel):
+    id: str
+    name: str | None
+    task: str
+    status: RunStatus
+    budget: int
+    used: int = Field(description="experiments recorded so far (each costs one unit of budget)")
+    target: float | None
+    seed: int
+    metric_name: str
+    direction: Literal["max", "min"]
+    best: BestResult | None = None
+    created_at: str
+    finished_at: str | None = None
+    finish_reason: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class Note(BaseModel):
+    id: int
+    run_id: str
+    kind: NoteKind
+    text: str
+    created_at: str
+
+
+class ArtifactVersion(BaseModel):
+    run_id: str
+    version: int
+    source: str
+    sha256: str
+    description: str
+    parent_version: int | None
+    created_at: str
+
+
+class Event(BaseModel):
+    """A refusal or other thing that happened without becoming an experiment."""
+
+    id: int
+    run_id: str | None
+    kind: str
+    tool: str
+    detail: str
+    created_at: str

@@ -1,0 +1,481 @@
+"""The run store: one SQLite file (WAL), the only copy of every run's history.
+
+Each thread gets its own connection (MCP runs sync tools on worker threads). Every change that reads
+before it writes runs inside BEGIN IMMEDIATE, so two callers cannot both take the last unit of budget.
+"""
+
+import hashlib
+import json
+import os
+import socket
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from autoresearch_mcp.server import migrations
+from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.models import (
+    ArtifactVersion,
+    BestResult,
+    Event,
+    Experiment,
+    ExperimentStatus,
+    Note,
+    NoteKind,
+    Run,
+    RunStatus,
+)
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+class Store:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        conn = self._conn()
+        conn.execute("PRAGMA journal_mode=WAL")
+        migrations.apply(conn)
+
+    # -- connections -------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- runs --------------------------------------------------------------------------------
+    def create_run(
+        self,
+        *,
+        task: str,
+        budget: int,
+        target: float | None,
+        seed: int,
+        name: str | None,
+        config: dict[str, Any],
+        initial_source: str,
+    ) -> Run:
+        run_id = "r-" + uuid.uuid4().hex[:10]
+        stamp = now()
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO runs (id, name, task, status, budget, target, seed, config_json, created_at,"
+                " updated_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                (run_id, name, task, budget, target, seed, canonical_json(config), stamp, stamp),
+            )
+            self._insert_artifact(conn, run_id, 1, initial_source, "original", None)
+        return self.get_run(run_id)
+
+    def get_run(self, run_id: str) -> Run:
+        row = self._conn().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise ResearchError(
+                f"unknown run {run_id!r}. Call list_runs to see the runs, or start_run to begin one."
+            )
+        return self._run_from_row(row)
+
+    def list_runs(self, status: RunStatus | None = None) -> list[Run]:
+        sql, args = "SELECT * FROM runs", ()
+        if status is not None:
+            sql, args = sql + " WHERE status = ?", (status,)
+        rows = self._conn().execute(sql + " ORDER BY created_at DESC, rowid DESC", args).fetchall()
+        return [self._run_from_row(row) for row in rows]
+
+    def latest_running_run_id(self) -> str | None:
+        row = (
+            self._conn()
+            .execute("SELECT id FROM runs WHERE status = 'running' ORDER BY created_at DESC, rowid DESC")
+            .fetchone()
+        )
+        return row["id"] if row else None
+
+    def set_run_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> Run:
+        stamp = now()
+        finished = None if status == "running" else stamp
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, finish_reason = ?"
+                " WHERE id = ?",
+                (status, stamp, finished, reason, run_id),
+            )
+        return self.get_run(run_id)
+
+    def _run_from_row(self, row: sqlite3.Row) -> Run:
+        config = json.loads(row["config_json"])
+        conn = self._conn()
+        used = conn.execute("SELECT COUNT(*) FROM experiments WHERE run_id = ?", (row["id"],)).fetchone()[0]
+        best = self.best_experiment(row["id"], config.get("direction", "max"))
+        return Run(
+            id=row["id"],
+            name=row["name"],
+            task=row["task"],
+            status=row["status"],
+            budget=row["budget"],
+            used=used,
+            target=row["target"],
+            seed=row["seed"],
+            metric_name=config.get("metric", "metric"),
+            direction=config.get("direction", "max"),
+            best=None
+            if best is None
+            else BestResult(
+                iteration=best.iteration,
+                metric=best.metric if best.metric is not None else float("nan"),
+                params=best.params,
+                artifact_version=best.artifact_version,
+            ),
+            created_at=row["created_at"],
+            finished_at=row["finished_at"],
+            finish_reason=row["finish_reason"],
+            config=config,
+        )
+
+    # -- experiments -------------------------------------------------------------------------
+    def reserve_experiment(
+        self, run_id: str, params: dict[str, Any], artifact_version: int, note: str | None
+    ) -> Experiment:
+        """Record an experiment as running before it runs. Checks status and budget atomically."""
+        with self.transaction() as conn:
+            run = conn.execute("SELECT status, budget FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if run is None:
+                raise ResearchError(f"unknown run {run_id!r}")
+            if run["status"] != "running":
+                raise ResearchError(
+                    f"run {run_id} is {run['status']}: it takes no more experiments. "
+                    "Start a new run with start_run."
+                )
+            used = conn.execute("SELECT COUNT(*) FROM experiments WHERE run_id = ?", (run_id,)).fetchone()[0]
+            if used >= run["budget"]:
+                raise ResearchError(
+                    f"run {run_id} has used its whole budget ({used}/{run['budget']}). "
+                    "Call finish_run, or start a new run with a larger budget."
+                )
+            cur = conn.execute(
+                "INSERT INTO experiments (run_id, iteration, params_json, params_key, artifact_version,"
+                " status, note, started_at, owner_pid, owner_host) VALUES (?, ?, ?, ?, ?, 'running', ?,"
+                " ?, ?, ?)",
+                (
+                    run_id,
+                    used + 1,
+                    canonical_json(params),
+                    sha256(canonical_json(params)),
+                    artifact_version,
+                    note,
+                    now(),
+                    os.getpid(),
+                    _host(),
+                ),
+            )
+            exp_id = cur.lastrowid
+        assert exp_id is not None
+        return self.get_experiment(exp_id)
+
+    def complete_experiment(
+        self,
+        exp_id: int,
+        *,
+        status: ExperimentStatus,
+        metrics: dict[str, float],
+        metric: float | None,
+        error_tail: str | None,
+        duration_s: float,
+    ) -> Experiment:
+        """Store the outcome; mark it kept when it beats every earlier finished experiment."""
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT e.run_id, r.config_json FROM experiments e JOIN runs r ON r.id = e.run_id"
+                " WHERE e.id = ?",
+                (exp_id,),
+            ).fetchone()
+            direction = json.loads(row["config_json"]).get("direction", "max")
+            kept = False
+            if status == "ok" and metric is not None:
+                agg = "MAX" if direction == "max" else "MIN"
+                best = conn.execute(
+                    f"SELECT {agg}(metric) FROM experiments WHERE run_id = ? AND status = 'ok'"
+                    " AND id != ? AND metric IS NOT NULL",
+                    (row["run_id"], exp_id),
+                ).fetchone()[0]
+                kept = best is None or (metric > best if direction == "max" else metric < best)
+            conn.execute(
+                "UPDATE experiments SET status = ?, metrics_json = ?, metric = ?, kept = ?, error_tail = ?,"
+                " finished_at = ?, duration_s = ? WHERE id = ?",
+                (status, canonical_json(metrics), metric, int(kept), error_tail, now(), duration_s, exp_id),
+            )
+        return self.get_experiment(exp_id)
+
+    def get_experiment(self, exp_id: int) -> Experiment:
+        row = self._conn().execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
+        if row is None:
+            raise ResearchError(f"unknown experiment {exp_id}")
+        return _experiment_from_row(row)
+
+    def find_repeat(self, run_id: str, params: dict[str, Any], artifact_version: int) -> Experiment | None:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT * FROM experiments WHERE run_id = ? AND params_key = ? AND artifact_version = ?"
+                " AND status NOT IN ('interrupted') ORDER BY iteration LIMIT 1",
+                (run_id, sha256(canonical_json(params)), artifact_version),
+            )
+            .fetchone()
+        )
+        return None if row is None else _experiment_from_row(row)
+
+    def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:
+        order = "DESC" if direction == "max" else "ASC"
+        row = (
+            self._conn()
+            .execute(
+                "SELECT * FROM experiments WHERE run_id = ? AND status = 'ok' AND metric IS NOT NULL"
+                f" ORDER BY metric {order}, iteration ASC LIMIT 1",
+                (run_id,),
+            )
+            .fetchone()
+        )
+        return None if row is None else _experiment_from_row(row)
+
+    def experiments(
+        self,
+        run_id: str,
+        *,
+        last: int | None = None,
+        offset: int = 0,
+        order: Literal["iteration", "metric"] = "iteration",
+        status: ExperimentStatus | None = None,
+        direction: Literal["max", "min"] = "max",
+    ) -> tuple[list[Experiment], int]:
+        """A page of experiments and the total that match. `last` takes the most recent N."""
+        where, args = "run_id = ?", [run_id]
+        if status is not None:
+            where += " AND status = ?"
+            args.append(status)
+        conn = self._conn()
+        total = conn.execute(f"SELECT COUNT(*) FROM experiments WHERE {where}", args).fetchone()[0]
+        if order == "metric":
+            metric_order = "DESC" if direction == "max" else "ASC"
+            order_by = f"metric IS NULL, metric {metric_order}, iteration ASC"
+        else:
+            order_by = "iteration DESC" if last is not None else "iteration ASC"
+        limit = last if last is not None else -1
+        rows = conn.execute(
+            f"SELECT * FROM experiments WHERE {where} ORDER BY {order_by} LIMIT ? OFFSET ?",
+            [*args, limit, offset],
+        ).fetchall()
+        page = [_experiment_from_row(row) for row in rows]
+        if order == "iteration" and last is not None:
+            page.reverse()  # the most recent N, still in iteration order
+        return page, total
+
+    def status_counts(self, run_id: str) -> dict[str, int]:
+        rows = self._conn().execute(
+            "SELECT status, COUNT(*) AS n FROM experiments WHERE run_id = ? GROUP BY status", (run_id,)
+        )
+        return {row["status"]: row["n"] for row in rows}
+
+    def consecutive_failures(self, run_id: str) -> int:
+        """Experiments that failed and refusals, counted back from the latest until a success."""
+        conn = self._conn()
+        last_ok = conn.execute(
+            "SELECT MAX(started_at) FROM experiments WHERE run_id = ? AND status = 'ok'", (run_id,)
+        ).fetchone()[0]
+        since = last_ok or ""
+        failed = conn.execute(
+            "SELECT COUNT(*) FROM experiments WHERE run_id = ? AND status IN"
+            " ('crash', 'timeout', 'incorrect', 'interrupted') AND started_at > ?",
+            (run_id, since),
+        ).fetchone()[0]
+        refused = conn.execute(
+            "SELECT COUNT(*) FROM events WHERE run_id = ? AND kind = 'refusal' AND created_at > ?",
+            (run_id, since),
+        ).fetchone()[0]
+        return failed + refused
+
+    def mark_orphans_interrupted(self) -> int:
+        """Experiments left 'running' by a server process that no longer exists become 'interrupted'."""
+        host = _host()
+        rows = self._conn().execute(
+            "SELECT id, owner_pid, owner_host FROM experiments WHERE status = 'running'"
+        ).fetchall()
+        dead = [row["id"] for row in rows if row["owner_host"] == host and not _pid_alive(row["owner_pid"])]
+        stamp = now()
+        with self.transaction() as conn:
+            for exp_id in dead:
+                conn.execute(
+                    "UPDATE experiments SET status = 'interrupted', finished_at = ?, error_tail = ?"
+                    " WHERE id = ? AND status = 'running'",
+                    (stamp, "the server stopped while this experiment ran", exp_id),
+                )
+        return len(dead)
+
+    # -- artifacts ---------------------------------------------------------------------------
+    def _insert_artifact(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        version: int,
+        source: str,
+        description: str,
+        parent: int | None,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO artifacts (run_id, version, source, sha256, description, parent_version,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, version, source, sha256(source), description, parent, now()),
+        )
+
+    def add_artifact_version(
+        self, run_id: str, source: str, description: str, expected_parent: int | None = None
+    ) -> ArtifactVersion:
+        """Append a version. With expected_parent, refuse if someone else changed the artifact first."""
+        with self.transaction() as conn:
+            latest = conn.execute(
+                "SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+            if latest is None:
+                raise ResearchError(f"unknown run {run_id!r}")
+            if expected_parent is not None and latest != expected_parent:
+                raise ResearchError(
+                    f"train.py changed while you edited it (now version {latest}, you edited "
+                    f"version {expected_parent}). Read it again with get_current_train_py and redo the edit."
+                )
+            self._insert_artifact(conn, run_id, latest + 1, source, description, latest)
+        return self.get_artifact(run_id, latest + 1)
+
+    def get_artifact(self, run_id: str, version: int | None = None) -> ArtifactVersion:
+        conn = self._conn()
+        if version is None:
+            row = conn.execute(
+                "SELECT * FROM artifacts WHERE run_id = ? ORDER BY version DESC LIMIT 1", (run_id,)
+            ).fetchone()
+        else:
+            row = conn.execute(
+                "SELECT * FROM artifacts WHERE run_id = ? AND version = ?", (run_id, version)
+            ).fetchone()
+        if row is None:
+            latest = conn.execute("SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)).fetchone()
+            if latest[0] is None:
+                raise ResearchError(f"unknown run {run_id!r}")
+            raise ResearchError(f"train.py has no version {version}; versions are 1..{latest[0]}")
+        return ArtifactVersion(**dict(row))
+
+    def artifact_versions(self, run_id: str) -> list[ArtifactVersion]:
+        rows = self._conn().execute(
+            "SELECT * FROM artifacts WHERE run_id = ? ORDER BY version", (run_id,)
+        ).fetchall()
+        return [ArtifactVersion(**dict(row)) for row in rows]
+
+    # -- notes and events --------------------------------------------------------------------
+    def add_note(self, run_id: str, kind: NoteKind, text: str) -> Note:
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO notes (run_id, kind, text, created_at) VALUES (?, ?, ?, ?)",
+                (run_id, kind, text, now()),
+            )
+        row = self._conn().execute("SELECT * FROM notes WHERE id = ?", (cur.lastrowid,)).fetchone()
+        return Note(**dict(row))
+
+    def notes(self, run_id: str, kind: NoteKind | None = None, last: int | None = None) -> list[Note]:
+        where, args = "run_id = ?", [run_id]
+        if kind is not None:
+            where += " AND kind = ?"
+            args.append(kind)
+        rows = self._conn().execute(
+            f"SELECT * FROM notes WHERE {where} ORDER BY id DESC LIMIT ?", [*args, last or -1]
+        ).fetchall()
+        return [Note(**dict(row)) for row in reversed(rows)]
+
+    def log_event(self, run_id: str | None, kind: str, tool: str, detail: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO events (run_id, kind, tool, detail, created_at) VALUES (?, ?, ?, ?, ?)",
+                (run_id, kind, tool, detail, now()),
+            )
+
+    def events(self, run_id: str) -> list[Event]:
+        rows = self._conn().execute("SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,))
+        return [Event(**dict(row)) for row in rows]
+
+    def event_counts(self, run_id: str) -> dict[str, int]:
+        rows = self._conn().execute(
+            "SELECT kind, COUNT(*) AS n FROM events WHERE run_id = ? GROUP BY kind", (run_id,)
+        )
+        return {row["kind"]: row["n"] for row in rows}
+
+
+def _experiment_from_row(row: sqlite3.Row) -> Experiment:
+    return Experiment(
+        id=row["id"],
+        run_id=row["run_id"],
+        iteration=row["iteration"],
+        params=json.loads(row["params_json"]),
+        artifact_version=row["artifact_version"],
+        status=row["status"],
+        metrics=json.loads(row["metrics_json"]),
+        metric=row["metric"],
+        kept=bool(row["kept"]),
+        note=row["note"],
+        error_tail=row["error_tail"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        duration_s=row["duration_s"],
+    )
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,92 @@
+"""What a task is: a fixed harness, a mutable artifact (train.py), a typed parameter schema, a metric."""
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from autoresearch_mcp.sandbox.runner import SandboxResult
+
+
+class NoParams(BaseModel):
+    """For tasks whose only knob is the artifact itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExecContext(BaseModel):
+    """What the harness needs to know about the experiment it is running."""
+
+    run_id: str
+    seed: int = Field(description="the run's seed")
+    iteration: int
+    options: dict[str, Any] = Field(description="the run's task options, fixed at start_run")
+
+
+class Outcome(BaseModel):
+    status: Literal["ok", "crash", "timeout", "incorrect"]
+    metrics: dict[str, float] = Field(default_factory=dict)
+    metric: float | None = None
+    error_tail: str | None = Field(default=None, description="why it failed, and the end of its output")
+
+
+class Task(ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]
+    metric: ClassVar[str]
+    direction: ClassVar[Literal["max", "min"]] = "max"
+    params_model: ClassVar[type[BaseModel]] = NoParams
+    # The tool that evaluates the current artifact: run_experiment (takes params) or run_benchmark.
+    experiment_tool: ClassVar[Literal["run_experiment", "run_benchmark"]] = "run_experiment"
+
+    @abstractmethod
+    def options(self) -> dict[str, Any]:
+        """The task options a new run freezes into its config (data path, sizes, limits)."""
+
+    @abstractmethod
+    def initial_artifact(self) -> str:
+        """Version 1 of train.py."""
+
+    @abstractmethod
+    def check_artifact(self, source: str) -> list[str]:
+        """Guardrail problems with a proposed train.py; empty when it may run."""
+
+    @abstractmethod
+    def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
+        """Run one experiment in the sandbox. Failures are outcomes, never exceptions."""
+
+    def describe(self) -> str:
+        """One paragraph for prompts: what the task is and what is being optimised."""
+        return f"{self.title}. Metric: {self.metric} ({'higher' if self.direction == 'max' else 'lower'} is better)."
+
+    def params_help(self) -> str:
+        """The parameter schema as lines 'name: type, range, default: description'."""
+        lines = []
+        for name, field in self.params_model.model_fields.items():
+            bounds = []
+            for item in field.metadata:
+                for attr, sym in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+                    value = getattr(item, attr, None)
+                    if value is not None:
+                        bounds.append(f"{sym}{value}")
+            kind = getattr(field.annotation, "__name__", str(field.annotation))
+            desc = f": {field.description}" if field.description else ""
+            lines.append(f"{name} ({kind} {' '.join(bounds)}, default {field.default}){desc}")
+        return "\n".join(lines) if lines else "(no parameters: the artifact is the only knob)"
+
+    def format_params(self, params: dict[str, Any]) -> str:
+        """Compact one-line rendering for summaries."""
+        return " ".join(f"{key}={_fmt(value)}" for key, value in params.items()) or "-"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def sandbox_failure(result: SandboxResult) -> Outcome:
+    """The outcome for a sandbox run that did not finish: crash or timeout with its reason and tail."""
+    tail = result.output_tail[-1500:]
+    status: Literal["crash", "timeout"] = "timeout" if result.status == "timeout" else "crash"
+    return Outcome(status=status, error_tail=f"{result.reason}\n{tail}".strip())
