@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import platformdirs
+from pydantic import BaseModel, Field
 
 APP_NAME = "autoresearch-mcp"
 
@@ -34,3 +35,16 @@ def transcripts_dir() -> Path:
     path = data_dir() / "transcripts"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+class ServerSettings(BaseModel):
+    """Everything a server instance is configured with (CLI flags, else environment, else defaults)."""
+
+    db_path: Path = Field(default_factory=default_db_path)
+    covtype_path: str | None = Field(default_factory=lambda: os.environ.get(ENV_COVTYPE))
+    codeopt_records: int | None = Field(default=None, ge=100, le=1_000_000)
+    codeopt_repeats: int | None = Field(default=None, ge=1, le=200)
+    hpo_threads: int | None = Field(default=None, ge=1, le=256)
+
+    def task_settings(self) -> dict[str, object]:
+        return self.model_dump(exclude={"db_path"})

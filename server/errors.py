@@ -10,3 +10,11 @@ class RefusedError(ResearchError):
 
     It costs no budget, is logged as an event, and counts toward the consecutive-failure stop.
     """
+
+
+class RepeatError(RefusedError):
+    """The same params on the same artifact version already ran; carries the earlier experiment."""
+
+    def __init__(self, message: str, earlier: object) -> None:
+        super().__init__(message)
+        self.earlier = earlier

@@ -79,3 +79,45 @@ class Event(BaseModel):
     tool: str
     detail: str
     created_at: str
+
+
+class ExperimentResult(BaseModel):
+    """What run_experiment / run_benchmark return."""
+
+    experiment: Experiment
+    is_new_best: bool
+    best: BestResult | None
+    budget_left: int
+    run_status: RunStatus
+
+
+class HistoryPage(BaseModel):
+    experiments: list[Experiment]
+    total: int = Field(description="experiments matching the filter, over all pages")
+    offset: int
+    next_offset: int | None = Field(description="pass as offset to read the next page; null at the end")
+
+
+class StartedRun(BaseModel):
+    run_id: str
+    summary: str
+
+
+class RunList(BaseModel):
+    runs: list[Run]
+
+
+class SummaryText(BaseModel):
+    run_id: str
+    summary: str
+
+
+class ArtifactInfo(BaseModel):
+    """A version of train.py. `source` is omitted where only the version matters."""
+
+    run_id: str
+    version: int
+    sha256: str
+    description: str
+    source: str | None = None
+    lines: int

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from autoresearch_mcp.server import migrations
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.errors import RepeatError, ResearchError
 from autoresearch_mcp.server.models import (
     ArtifactVersion,
     BestResult,
@@ -139,11 +139,21 @@ class Store:
         finished = None if status == "running" else stamp
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, finish_reason = ?"
-                " WHERE id = ?",
+                "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, finish_reason = ? WHERE id = ?",
                 (status, stamp, finished, reason, run_id),
             )
         return self.get_run(run_id)
+
+    def update_run_options(self, run_id: str, values: dict[str, Any]) -> None:
+        """Merge values into the run's task options (e.g. a baseline measured once per run)."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+            config = json.loads(row["config_json"])
+            config.setdefault("options", {}).update(values)
+            conn.execute(
+                "UPDATE runs SET config_json = ?, updated_at = ? WHERE id = ?",
+                (canonical_json(config), now(), run_id),
+            )
 
     def _run_from_row(self, row: sqlite3.Row) -> Run:
         config = json.loads(row["config_json"])
@@ -195,6 +205,21 @@ class Store:
                     f"run {run_id} has used its whole budget ({used}/{run['budget']}). "
                     "Call finish_run, or start a new run with a larger budget."
                 )
+            key = sha256(canonical_json(params))
+            earlier = conn.execute(
+                "SELECT * FROM experiments WHERE run_id = ? AND params_key = ? AND artifact_version = ?"
+                " AND status != 'interrupted' ORDER BY iteration LIMIT 1",
+                (run_id, key, artifact_version),
+            ).fetchone()
+            if earlier is not None:
+                exp = _experiment_from_row(earlier)
+                raise RepeatError(
+                    f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
+                    f" which ended {exp.status}"
+                    + (f" with {exp.metric:.4f}" if exp.metric is not None else "")
+                    + ". Not run again; try different params or change train.py.",
+                    exp,
+                )
             cur = conn.execute(
                 "INSERT INTO experiments (run_id, iteration, params_json, params_key, artifact_version,"
                 " status, note, started_at, owner_pid, owner_host) VALUES (?, ?, ?, ?, ?, 'running', ?,"
@@ -203,7 +228,7 @@ class Store:
                     run_id,
                     used + 1,
                     canonical_json(params),
-                    sha256(canonical_json(params)),
+                    key,
                     artifact_version,
                     note,
                     now(),
@@ -254,18 +279,6 @@ class Store:
         if row is None:
             raise ResearchError(f"unknown experiment {exp_id}")
         return _experiment_from_row(row)
-
-    def find_repeat(self, run_id: str, params: dict[str, Any], artifact_version: int) -> Experiment | None:
-        row = (
-            self._conn()
-            .execute(
-                "SELECT * FROM experiments WHERE run_id = ? AND params_key = ? AND artifact_version = ?"
-                " AND status NOT IN ('interrupted') ORDER BY iteration LIMIT 1",
-                (run_id, sha256(canonical_json(params)), artifact_version),
-            )
-            .fetchone()
-        )
-        return None if row is None else _experiment_from_row(row)
 
     def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:
         order = "DESC" if direction == "max" else "ASC"
@@ -339,9 +352,11 @@ class Store:
     def mark_orphans_interrupted(self) -> int:
         """Experiments left 'running' by a server process that no longer exists become 'interrupted'."""
         host = _host()
-        rows = self._conn().execute(
-            "SELECT id, owner_pid, owner_host FROM experiments WHERE status = 'running'"
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute("SELECT id, owner_pid, owner_host FROM experiments WHERE status = 'running'")
+            .fetchall()
+        )
         dead = [row["id"] for row in rows if row["owner_host"] == host and not _pid_alive(row["owner_pid"])]
         stamp = now()
         with self.transaction() as conn:
@@ -405,9 +420,11 @@ class Store:
         return ArtifactVersion(**dict(row))
 
     def artifact_versions(self, run_id: str) -> list[ArtifactVersion]:
-        rows = self._conn().execute(
-            "SELECT * FROM artifacts WHERE run_id = ? ORDER BY version", (run_id,)
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute("SELECT * FROM artifacts WHERE run_id = ? ORDER BY version", (run_id,))
+            .fetchall()
+        )
         return [ArtifactVersion(**dict(row)) for row in rows]
 
     # -- notes and events --------------------------------------------------------------------
@@ -425,9 +442,11 @@ class Store:
         if kind is not None:
             where += " AND kind = ?"
             args.append(kind)
-        rows = self._conn().execute(
-            f"SELECT * FROM notes WHERE {where} ORDER BY id DESC LIMIT ?", [*args, last or -1]
-        ).fetchall()
+        rows = (
+            self._conn()
+            .execute(f"SELECT * FROM notes WHERE {where} ORDER BY id DESC LIMIT ?", [*args, last or -1])
+            .fetchall()
+        )
         return [Note(**dict(row)) for row in reversed(rows)]
 
     def log_event(self, run_id: str | None, kind: str, tool: str, detail: str) -> None:

@@ -1,6 +1,9 @@
 """The task registry. Built-in tasks register themselves; a plugin adds one with `register`."""
 
+import importlib
+import os
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any
 
 from autoresearch_mcp.server.errors import ResearchError
@@ -8,6 +11,8 @@ from autoresearch_mcp.server.tasks.base import Task
 
 TaskFactory = Callable[[dict[str, Any]], Task]
 _REGISTRY: dict[str, TaskFactory] = {}
+_loaded = False
+ENV_PLUGINS = "AUTORESEARCH_TASK_PLUGINS"
 
 
 def register(name: str, factory: TaskFactory) -> None:
@@ -33,5 +38,16 @@ def make_task(name: str, settings: dict[str, Any]) -> Task:
 
 
 def _load_builtins() -> None:
+    """Built-in tasks, then plugins: entry points in group `autoresearch_mcp.tasks`, and modules named
+    in AUTORESEARCH_TASK_PLUGINS (comma-separated). Each plugin module calls `register` on import."""
+    global _loaded
+    if _loaded:
+        return
     # Imported lazily so that importing the registry does not pull in xgboost and friends.
-    from autoresearch_mcp.server.tasks import hpo_covertype  # noqa: F401
+    from autoresearch_mcp.server.tasks import codeopt_records, hpo_covertype  # noqa: F401
+
+    for point in entry_points(group="autoresearch_mcp.tasks"):
+        point.load()
+    for module in filter(None, (m.strip() for m in os.environ.get(ENV_PLUGINS, "").split(","))):
+        importlib.import_module(module)
+    _loaded = True

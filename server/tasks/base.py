@@ -28,6 +28,11 @@ class Outcome(BaseModel):
     metrics: dict[str, float] = Field(default_factory=dict)
     metric: float | None = None
     error_tail: str | None = Field(default=None, description="why it failed, and the end of its output")
+    state_update: dict[str, Any] = Field(
+        default_factory=dict,
+        description="values the task wants kept in the run's options for later experiments "
+        "(e.g. the baseline time measured once per run)",
+    )
 
 
 class Task(ABC):

@@ -1,0 +1,35 @@
+"""The `autoresearch-mcp` command: serve, and the client commands."""
+
+import argparse
+import sys
+
+from autoresearch_mcp import __version__
+from autoresearch_mcp.server import serve
+from autoresearch_mcp.server.errors import ResearchError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoresearch-mcp",
+        description="Stateful autonomous ML experimentation over MCP.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve.configure(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ResearchError as exc:
+        print(f"autoresearch-mcp: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

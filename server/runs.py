@@ -1,0 +1,281 @@
+"""The run logic: plain, synchronous, testable without MCP. The MCP glue in app.py only calls this.
+
+Long work (training, benchmarks) runs in a sandboxed child process; the calling thread waits for it,
+so the MCP server (which runs sync tools on worker threads) keeps answering other calls meanwhile.
+"""
+
+import logging
+import time
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from autoresearch_mcp.server.config import ServerSettings
+from autoresearch_mcp.server.errors import RefusedError, ResearchError
+from autoresearch_mcp.server.models import (
+    ArtifactVersion,
+    Experiment,
+    ExperimentResult,
+    ExperimentStatus,
+    HistoryPage,
+    Note,
+    NoteKind,
+    Run,
+    RunStatus,
+)
+from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.summary import render_summary
+from autoresearch_mcp.server.tasks import make_task
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
+
+log = logging.getLogger(__name__)
+
+MAX_NOTE_CHARS = 2000
+
+
+class RunService:
+    def __init__(self, store: Store, settings: ServerSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self._tasks: dict[str, Task] = {}
+
+    def task(self, name: str) -> Task:
+        if name not in self._tasks:
+            self._tasks[name] = make_task(name, self.settings.task_settings())
+        return self._tasks[name]
+
+    def recover(self) -> int:
+        """On start-up: experiments a dead server left running are marked interrupted."""
+        count = self.store.mark_orphans_interrupted()
+        if count:
+            log.warning("marked %d experiment(s) interrupted: the server stopped while they ran", count)
+        return count
+
+    # -- runs --------------------------------------------------------------------------------
+    def start_run(
+        self, task: str, budget: int, target: float | None, seed: int, name: str | None
+    ) -> tuple[Run, str]:
+        spec = self.task(task)
+        config = {"metric": spec.metric, "direction": spec.direction, "options": spec.options()}
+        run = self.store.create_run(
+            task=task,
+            budget=budget,
+            target=target,
+            seed=seed,
+            name=name,
+            config=config,
+            initial_source=spec.initial_artifact(),
+        )
+        return run, self.summary(run.id)
+
+    def default_run_id(self, preferred: str | None) -> str:
+        """The session's run if it has one, else the most recent running run."""
+        if preferred is not None:
+            return preferred
+        latest = self.store.latest_running_run_id()
+        if latest is None:
+            runs = self.store.list_runs()
+            last = f" (the latest, {runs[0].id}, is {runs[0].status})" if runs else ""
+            raise ResearchError(f"no run is running{last}: start one with start_run, or pass run_id")
+        return latest
+
+    def summary(self, run_id: str) -> str:
+        run = self.store.get_run(run_id)
+        return render_summary(self.store, run, self.task(run.task))
+
+    def finish_run(self, run_id: str, reason: str) -> tuple[Run, str]:
+        run = self.store.get_run(run_id)
+        if run.status == "running":
+            status: RunStatus = "stopped"
+            if run.best is not None and run.target is not None and self._meets_target(run, run.best.metric):
+                status = "converged"
+            self.store.set_run_status(run_id, status, reason)
+        return self.store.get_run(run_id), self.summary(run_id)
+
+    def _meets_target(self, run: Run, metric: float) -> bool:
+        if run.target is None:
+            return False
+        return metric >= run.target if run.direction == "max" else metric <= run.target
+
+    # -- experiments -------------------------------------------------------------------------
+    def refuse(self, run_id: str | None, tool: str, message: str) -> RefusedError:
+        """Log a refusal (no budget spent) and return the error to raise."""
+        self.store.log_event(run_id, "refusal", tool, message)
+        return RefusedError(message)
+
+    def run_experiment(
+        self, run_id: str, params: dict[str, Any], note: str | None, tool: str = "run_experiment"
+    ) -> ExperimentResult:
+        run = self.store.get_run(run_id)
+        task = self.task(run.task)
+        try:
+            validated = task.params_model.model_validate(params)
+        except ValidationError as exc:
+            raise self.refuse(run_id, tool, _params_error(exc, task)) from None
+        canonical = validated.model_dump()
+        artifact = self.store.get_artifact(run_id)
+        try:
+            exp = self.store.reserve_experiment(run_id, canonical, artifact.version, note)
+        except RefusedError as exc:
+            self.store.log_event(run_id, "refusal", tool, str(exc))
+            raise
+        ctx = ExecContext(
+            run_id=run_id, seed=run.seed, iteration=exp.iteration, options=run.config["options"]
+        )
+        started = time.monotonic()
+        outcome = self._execute(task, validated, artifact.source, ctx)
+        if outcome.state_update:
+            self.store.update_run_options(run_id, outcome.state_update)
+        done = self.store.complete_experiment(
+            exp.id,
+            status=outcome.status,
+            metrics=outcome.metrics,
+            metric=outcome.metric,
+            error_tail=outcome.error_tail,
+            duration_s=round(time.monotonic() - started, 3),
+        )
+        return self._result(run_id, done)
+
+    def _execute(self, task: Task, params: Any, source: str, ctx: ExecContext) -> Outcome:
+        try:
+            return task.execute(params, source, ctx)
+        except ResearchError as exc:  # e.g. the data went missing after the run started
+            return Outcome(status="crash", error_tail=str(exc))
+
+    def _result(self, run_id: str, exp: Experiment) -> ExperimentResult:
+        run = self.store.get_run(run_id)
+        if run.status == "running":
+            status: RunStatus | None = None
+            if exp.kept and exp.metric is not None and self._meets_target(run, exp.metric):
+                status = "converged"
+            elif run.used >= run.budget and not self.store.status_counts(run_id).get("running"):
+                status = "exhausted"
+            if status is not None:
+                run = self.store.set_run_status(run_id, status, f"{status} after experiment #{exp.iteration}")
+        return ExperimentResult(
+            experiment=exp,
+            is_new_best=exp.kept,
+            best=run.best,
+            budget_left=max(run.budget - run.used, 0),
+            run_status=run.status,
+        )
+
+    def run_benchmark(self, run_id: str) -> ExperimentResult:
+        run = self.store.get_run(run_id)
+        task = self.task(run.task)
+        if task.experiment_tool != "run_benchmark":
+            raise self.refuse(
+                run_id,
+                "run_benchmark",
+                f"task {task.name} is evaluated with run_experiment(params), not run_benchmark",
+            )
+        return self.run_experiment(run_id, {}, None, tool="run_benchmark")
+
+    def history(
+        self,
+        run_id: str,
+        last: int | None,
+        offset: int,
+        order: Literal["iteration", "metric"],
+        status: ExperimentStatus | None,
+    ) -> HistoryPage:
+        run = self.store.get_run(run_id)
+        page, total = self.store.experiments(
+            run_id, last=last, offset=offset, order=order, status=status, direction=run.direction
+        )
+        end = offset + len(page)
+        more = last is None and end < total
+        return HistoryPage(experiments=page, total=total, offset=offset, next_offset=end if more else None)
+
+    def add_note(self, run_id: str, text: str, kind: NoteKind) -> Note:
+        self.store.get_run(run_id)
+        text = text.strip()
+        if not text:
+            raise ResearchError("the note is empty")
+        if len(text) > MAX_NOTE_CHARS:
+            raise ResearchError(
+                f"notes are at most {MAX_NOTE_CHARS} characters (got {len(text)}); summarise it"
+            )
+        return self.store.add_note(run_id, kind, text)
+
+    # -- the artifact (train.py) -------------------------------------------------------------
+    def current_artifact(self, run_id: str) -> ArtifactVersion:
+        self.store.get_run(run_id)
+        return self.store.get_artifact(run_id)
+
+    def modify_artifact(
+        self,
+        run_id: str,
+        description: str,
+        source: str | None,
+        edits: list[tuple[str, str]] | None,
+    ) -> ArtifactVersion:
+        run = self.store.get_run(run_id)
+        tool = "modify_train_py"
+        if run.status != "running":
+            raise self.refuse(run_id, tool, f"run {run_id} is {run.status}; its train.py is frozen")
+        if (source is None) == (edits is None):
+            raise self.refuse(run_id, tool, "give exactly one of `source` (the whole file) or `edits`")
+        current = self.store.get_artifact(run_id)
+        new_source = source if source is not None else apply_edits(current.source, edits or [], self, run_id)
+        if new_source == current.source:
+            raise self.refuse(run_id, tool, f"no change: this is already train.py v{current.version}")
+        problems = self.task(run.task).check_artifact(new_source)
+        if problems:
+            raise self.refuse(run_id, tool, "edit rejected, train.py unchanged:\n- " + "\n- ".join(problems))
+        return self.store.add_artifact_version(
+            run_id, new_source, description, expected_parent=current.version
+        )
+
+    def revert_artifact(self, run_id: str, version: int) -> ArtifactVersion:
+        run = self.store.get_run(run_id)
+        if run.status != "running":
+            raise self.refuse(
+                run_id, "revert_train_py", f"run {run_id} is {run.status}; its train.py is frozen"
+            )
+        try:
+            old = self.store.get_artifact(run_id, version)
+        except ResearchError as exc:
+            raise self.refuse(run_id, "revert_train_py", str(exc)) from None
+        current = self.store.get_artifact(run_id)
+        if old.source == current.source:
+            raise self.refuse(
+                run_id, "revert_train_py", f"train.py v{current.version} already equals v{version}"
+            )
+        return self.store.add_artifact_version(
+            run_id, old.source, f"revert to v{version}", expected_parent=current.version
+        )
+
+
+def apply_edits(source: str, edits: list[tuple[str, str]], service: RunService, run_id: str) -> str:
+    """Apply search/replace edits in order; each search text must occur exactly once."""
+    if not edits:
+        raise service.refuse(run_id, "modify_train_py", "edits is empty; give at least one {search, replace}")
+    for number, (search, replace) in enumerate(edits, start=1):
+        count = source.count(search) if search else 0
+        if count != 1:
+            found = "is empty" if not search else ("was not found" if count == 0 else f"occurs {count} times")
+            hint = "copy it exactly from get_current_train_py" if count == 0 else "include more context"
+            raise service.refuse(
+                run_id,
+                "modify_train_py",
+                f"edit {number}: the search text {found}; {hint}. train.py unchanged.",
+            )
+        source = source.replace(search, replace, 1)
+    return source
+
+
+def _params_error(exc: ValidationError, task: Task) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "params"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"unknown parameter {where!r}")
+        else:
+            problems.append(f"{where}: {err['msg']} (got {err.get('input')!r})")
+    return (
+        f"invalid params for {task.name}: "
+        + "; ".join(problems)
+        + ". Nothing ran, no budget used. Allowed parameters:\n"
+        + task.params_help()
+    )

@@ -1,0 +1,56 @@
+"""`autoresearch-mcp serve`: run the MCP server over stdio (default) or streamable HTTP."""
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+from autoresearch_mcp.server.config import ENV_COVTYPE, ENV_DB, ServerSettings
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by every command that opens or spawns a server."""
+    parser.add_argument(
+        "--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)"
+    )
+    parser.add_argument("--data", help=f"Covertype CSV for offline use (default: ${ENV_COVTYPE})")
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    values: dict[str, object] = {}
+    if getattr(args, "db", None):
+        values["db_path"] = args.db
+    if getattr(args, "data", None):
+        values["covtype_path"] = str(Path(args.data).expanduser().resolve())
+    for key in ("codeopt_records", "codeopt_repeats", "hpo_threads"):
+        if getattr(args, key, None) is not None:
+            values[key] = getattr(args, key)
+    return ServerSettings(**values)
+
+
+def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    add_server_arguments(parser)
+    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--codeopt-records", type=int, help="records per codeopt-records benchmark input")
+    parser.add_argument("--codeopt-repeats", type=int, help="timed repeats per codeopt-records benchmark")
+    parser.add_argument("--hpo-threads", type=int, help="threads per XGBoost training (default: all cores)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # stdout belongs to the MCP protocol on stdio: logs go to stderr.
+    logging.basicConfig(
+        level=os.environ.get("AUTORESEARCH_LOG_LEVEL", "INFO"), format="%(levelname)s %(name)s: %(message)s"
+    )
+    from autoresearch_mcp.server.app import build_server
+
+    settings = settings_from_args(args)
+    server = build_server(settings)
+    if args.transport == "stdio":
+        server.run()
+    else:
+        server.run("streamable-http", host=args.host, port=args.port)
+    return 0

@@ -1,0 +1,155 @@
+"""hpo-covertype: tune XGBoost on Covertype (the paper's Task 1).
+
+Fixed harness: the data split (covertype_data) and the scoring (macro F1 on the held-out 20%, computed
+here from the predictions the sandboxed train.py hands in). Mutable artifact: train.py.
+"""
+
+import os
+import textwrap
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
+from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
+from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
+from autoresearch_mcp.server.tasks import register
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.covertype_data import N_CLASSES, prepare_split
+
+
+class HPOParams(BaseModel):
+    """XGBoost hyperparameters. Omitted ones take their default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    n_estimators: int = Field(default=100, ge=10, le=1000, description="boosting rounds")
+    max_depth: int = Field(default=6, ge=1, le=15, description="tree depth")
+    learning_rate: float = Field(default=0.3, ge=0.001, le=1.0, description="shrinkage (eta)")
+    subsample: float = Field(default=1.0, ge=0.1, le=1.0, description="row fraction per tree")
+    colsample_bytree: float = Field(default=1.0, ge=0.1, le=1.0, description="column fraction per tree")
+    min_child_weight: float = Field(default=1.0, ge=0.0, le=100.0, description="min hessian in a leaf")
+    gamma: float = Field(default=0.0, ge=0.0, le=20.0, description="min loss reduction to split")
+    reg_alpha: float = Field(default=0.0, ge=0.0, le=100.0, description="L1 regularisation")
+    reg_lambda: float = Field(default=1.0, ge=0.0, le=100.0, description="L2 regularisation")
+
+
+TRAIN_PY = textwrap.dedent(
+    '''\
+    """hpo-covertype training script: the one file the agent may change.
+
+    The harness owns the data split and the metric. harness.load_data() gives X_train, y_train,
+    X_test (labels 0..6); harness.evaluate(predictions) hands in the test predictions, which the
+    server scores (macro F1). Keep main(params), harness.evaluate and harness.log; change the
+    model setup or feature engineering freely.
+    """
+    import harness
+    import xgboost as xgb
+
+
+    def main(params):
+        data = harness.load_data()
+        model = xgb.XGBClassifier(
+            objective="multi:softprob",
+            tree_method="hist",
+            n_jobs=data.threads,
+            random_state=data.seed,
+            **params,
+        )
+        model.fit(data.X_train, data.y_train)
+        harness.evaluate(model.predict(data.X_test))
+        harness.log(n_features=data.X_train.shape[1])
+    '''
+)
+
+GUARD = GuardPolicy(
+    allowed_imports=frozenset(
+        {
+            "harness",
+            "xgboost",
+            "sklearn",
+            "numpy",
+            "pandas",
+            "scipy",
+            "math",
+            "statistics",
+            "collections",
+            "itertools",
+            "functools",
+            "typing",
+            "dataclasses",
+        }
+    ),
+    required_functions={"main": ("params",)},
+    required_calls=("harness.evaluate", "harness.log"),
+)
+
+
+class HPOCovertypeTask(Task):
+    name = "hpo-covertype"
+    title = "Tune XGBoost on Covertype (7 forest cover classes, 54 features)"
+    metric = "macro_f1"
+    direction = "max"
+    params_model = HPOParams
+    experiment_tool = "run_experiment"
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.data_path: str | None = settings.get("covtype_path")
+        self.threads = int(settings.get("hpo_threads") or os.cpu_count() or 1)
+
+    def options(self) -> dict[str, Any]:
+        split = prepare_split(self.data_path)  # fails now, clearly, if the data is missing
+        limits = Limits(wall_s=600, cpu_s=600 * self.threads, memory_mb=3072, threads=self.threads)
+        return {
+            "data": split.source,
+            "covtype_path": self.data_path,
+            "n_train": split.n_train,
+            "n_test": split.n_test,
+            "limits": limits.model_dump(),
+        }
+
+    def initial_artifact(self) -> str:
+        return TRAIN_PY
+
+    def check_artifact(self, source: str) -> list[str]:
+        return check_source(source, GUARD)
+
+    def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
+        split = prepare_split(ctx.options.get("covtype_path"))
+        limits = Limits(**ctx.options["limits"])
+        payload = {
+            "source": source,
+            "params": params.model_dump(),
+            "split_path": str(split.features_path),
+            "n_classes": N_CLASSES,
+            "seed": ctx.seed,
+            "threads": limits.threads,
+        }
+        result = run_sandboxed("autoresearch_mcp.sandbox.hpo_child:run_training", payload, limits)
+        if result.status != "ok" or result.result is None:
+            return sandbox_failure(result)
+        predictions = np.asarray(result.result["predictions"])
+        if predictions.shape != split.y_test.shape:
+            return Outcome(
+                status="crash",
+                error_tail=f"harness.evaluate got {predictions.size} predictions; the test set has "
+                f"{split.y_test.size} rows (predict on data.X_test, in order)",
+            )
+        precision, recall, f1, _ = precision_recall_fscore_support(
+            split.y_test, predictions, average="macro", zero_division=0
+        )
+        metrics = {
+            "macro_f1": round(float(f1), 6),
+            "precision": round(float(precision), 6),
+            "recall": round(float(recall), 6),
+            "accuracy": round(float(accuracy_score(split.y_test, predictions)), 6),
+            "train_seconds": float(result.result["train_seconds"]),
+        }
+        metrics.update(
+            {f"log_{k}": float(v) for k, v in result.result["log"].items() if isinstance(v, int | float)}
+        )
+        return Outcome(status="ok", metrics=metrics, metric=metrics["macro_f1"])
+
+
+register("hpo-covertype", HPOCovertypeTask)

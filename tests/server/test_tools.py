@@ -1,0 +1,226 @@
+"""The MCP tools as a client sees them, in memory, on the test-only toy task (real sandbox, real SQLite)."""
+
+import json
+import sqlite3
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from autoresearch_mcp.server.app import build_server
+from autoresearch_mcp.server.config import ServerSettings
+
+pytestmark = pytest.mark.asyncio
+
+
+@asynccontextmanager
+async def connected(settings: ServerSettings):
+    async with Client(build_server(settings), raise_exceptions=True) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    result = await client.call_tool(tool, args or {})
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, args: dict[str, Any]) -> str:
+    result = await client.call_tool(tool, args)
+    assert result.is_error
+    return result.content[0].text
+
+
+def table_dump(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        rows = []
+        for table in ("runs", "experiments", "notes", "artifacts"):
+            rows += [(table, *row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1")]
+        return rows
+    finally:
+        conn.close()
+
+
+async def test_tools_have_the_contract_names_and_true_annotations(settings):
+    async with connected(settings) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name in (
+        "start_run",
+        "list_runs",
+        "run_experiment",
+        "get_experiment_history",
+        "get_run_summary",
+        "add_note",
+        "finish_run",
+        "get_current_train_py",
+        "modify_train_py",
+        "revert_train_py",
+        "run_benchmark",
+    ):
+        assert name in tools
+        assert tools[name].annotations is not None
+        assert tools[name].output_schema is not None
+    for name in ("list_runs", "get_experiment_history", "get_run_summary", "get_current_train_py"):
+        assert tools[name].annotations.read_only_hint is True
+    for name in ("start_run", "run_experiment", "add_note", "modify_train_py"):
+        assert tools[name].annotations.read_only_hint is False
+        assert tools[name].annotations.destructive_hint is False
+    schema = tools["run_experiment"].input_schema
+    hpo = next(v for v in schema["properties"]["params"]["anyOf"] if v["title"] == "hpo-covertype params")
+    assert hpo["additionalProperties"] is False
+    assert hpo["properties"]["max_depth"]["maximum"] == 15
+
+
+async def test_a_run_records_experiments_tracks_the_best_and_ends_exhausted(settings):
+    async with connected(settings) as client:
+        started = await call(client, "start_run", {"task": "toy-quadratic", "budget": 3})
+        assert "0/3 used" in started["summary"]
+        first = await call(client, "run_experiment", {"params": {"x": 0.0}, "note": "baseline"})
+        assert first["experiment"]["status"] == "ok" and first["is_new_best"]
+        worse = await call(client, "run_experiment", {"params": {"x": 2.0}})
+        assert not worse["is_new_best"] and worse["best"]["iteration"] == 1
+        better = await call(client, "run_experiment", {"params": {"x": 0.3, "y": -0.2}})
+        assert better["is_new_best"] and better["experiment"]["metric"] == pytest.approx(0.0)
+        assert better["run_status"] == "exhausted" and better["budget_left"] == 0
+        runs = (await call(client, "list_runs"))["runs"]
+        assert runs[0]["status"] == "exhausted" and runs[0]["used"] == 3
+        assert runs[0]["best"]["iteration"] == 3
+
+
+async def test_refusals_explain_themselves_cost_no_budget_and_change_nothing_recorded(settings):
+    async with connected(settings) as client:
+        run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 2}))["run_id"]
+        await call(client, "run_experiment", {"params": {"x": 1.0}})
+        before = table_dump(settings.db_path)
+
+        text = await refused(client, "run_experiment", {"params": {"x": 1.0, "bogus": 3}})
+        assert "unknown parameter 'bogus'" in text and "x (float >=-10 <=10" in text
+        text = await refused(client, "run_experiment", {"params": {"x": 99}})
+        assert "x: Input should be less than or equal to 10" in text and "no budget used" in text
+        text = await refused(client, "run_experiment", {"params": {"x": "left"}})
+        assert "x:" in text
+        text = await refused(client, "run_experiment", {"params": {"x": 1.0}})
+        assert "exact repeat of experiment #1" in text
+        text = await refused(client, "run_experiment", {"params": {"x": 1.0}, "run_id": "r-nope"})
+        assert "unknown run 'r-nope'" in text
+        text = await refused(client, "start_run", {"task": "no-such-task"})
+        assert "toy-quadratic" in text
+
+        assert table_dump(settings.db_path) == before
+        summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
+        assert "1/2 used" in summary and "refused 4" in summary and "4 failures in a row" in summary
+
+
+async def test_finished_and_exhausted_runs_refuse_experiments(settings):
+    async with connected(settings) as client:
+        first = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 1}))["run_id"]
+        await call(client, "run_experiment", {"params": {}})
+        text = await refused(client, "run_experiment", {"params": {"x": 2.0}, "run_id": first})
+        assert f"run {first} is exhausted" in text
+        text = await refused(client, "run_experiment", {"params": {"x": 2.0}})
+        assert f"no run is running (the latest, {first}, is exhausted)" in text
+        run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 5}))["run_id"]
+        final = await call(client, "finish_run", {"reason": "enough"})
+        assert final["run_id"] == run_id and ": stopped," in final["summary"]
+        text = await refused(client, "run_experiment", {"params": {"x": 2.0}})
+        assert "stopped" in text and "start_run" in text
+
+
+async def test_a_crashing_experiment_is_recorded_with_its_error_and_costs_budget(settings):
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 4})
+        crashed = await call(client, "run_experiment", {"params": {"x": 9.0}})
+        assert crashed["experiment"]["status"] == "crash"
+        assert "x=9 always crashes" in crashed["experiment"]["error_tail"]
+        assert crashed["budget_left"] == 3
+        ok = await call(client, "run_experiment", {"params": {"x": 0.0}})
+        assert ok["experiment"]["status"] == "ok"
+
+
+async def test_reaching_the_target_converges_the_run(settings):
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 10, "target": -0.5})
+        miss = await call(client, "run_experiment", {"params": {"x": 3.0}})
+        assert miss["run_status"] == "running"
+        hit = await call(client, "run_experiment", {"params": {"x": 0.5}})
+        assert hit["run_status"] == "converged"
+
+
+async def test_history_pages_orders_and_filters(settings):
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 6})
+        for x in (2.0, 0.0, 9.0, 1.0, 0.5):
+            await call(client, "run_experiment", {"params": {"x": x}})
+        page = await call(client, "get_experiment_history", {"offset": 0, "last": 2})
+        assert [e["iteration"] for e in page["experiments"]] == [4, 5] and page["total"] == 5
+        by_metric = await call(client, "get_experiment_history", {"order": "metric", "status": "ok"})
+        assert [e["params"]["x"] for e in by_metric["experiments"]] == [0.5, 0.0, 1.0, 2.0]
+        crashes = await call(client, "get_experiment_history", {"status": "crash"})
+        assert crashes["total"] == 1 and crashes["experiments"][0]["params"]["x"] == 9.0
+        second = await call(client, "get_experiment_history", {"offset": 3})
+        assert [e["iteration"] for e in second["experiments"]] == [4, 5] and second["next_offset"] is None
+
+
+async def test_notes_appear_in_the_summary_and_the_resources_serve_the_run(settings):
+    async with connected(settings) as client:
+        run_id = (await call(client, "start_run", {"task": "toy-quadratic"}))["run_id"]
+        await call(client, "add_note", {"text": "walk x towards 0.3"})
+        await call(client, "add_note", {"text": "large y is hopeless", "kind": "failed"})
+        await call(client, "run_experiment", {"params": {"x": 0.1}})
+        summary = (await client.read_resource(f"autoresearch://runs/{run_id}/summary")).contents[0].text
+        assert "Strategy: walk x towards 0.3" in summary
+        assert "Failed: large y is hopeless" in summary
+        history = json.loads(
+            (await client.read_resource(f"autoresearch://runs/{run_id}/history")).contents[0].text
+        )
+        assert history["total"] == 1
+        runs = json.loads((await client.read_resource("autoresearch://runs")).contents[0].text)
+        assert runs["runs"][0]["id"] == run_id
+        source = (await client.read_resource(f"autoresearch://runs/{run_id}/train.py")).contents[0].text
+        assert "def score(params)" in source
+
+
+async def test_the_autoresearch_prompt_gives_goal_tools_rules_and_stop_conditions(settings):
+    async with connected(settings) as client:
+        prompt = await client.get_prompt("autoresearch", {"task": "hpo-covertype"})
+    text = prompt.messages[0].content.text
+    assert "hpo-covertype" in text and "run_experiment" in text and "finish_run" in text
+    assert "n_estimators (int >=10 <=1000, default 100)" in text
+
+
+async def test_summary_and_history_are_answered_while_an_experiment_runs(settings):
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 3})
+        await call(client, "run_experiment", {"params": {"x": 1.0}})
+        done = anyio.Event()
+        timings: dict[str, float] = {}
+
+        async def slow_experiment() -> None:
+            start = anyio.current_time()
+            await call(client, "run_experiment", {"params": {"x": 0.0, "sleep": 3.0}})
+            timings["experiment"] = anyio.current_time() - start
+            done.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow_experiment)
+            await anyio.sleep(0.5)
+            start = anyio.current_time()
+            summary = (await call(client, "get_run_summary"))["summary"]
+            history = await call(client, "get_experiment_history")
+            timings["reads"] = anyio.current_time() - start
+            assert not done.is_set()
+        assert "#2 running" in summary and history["total"] == 2
+        assert timings["reads"] < 1.0 < timings["experiment"]
+
+
+async def test_a_legacy_session_keeps_using_the_run_it_started(settings):
+    server = build_server(settings)
+    async with Client(server, mode="legacy") as mine, Client(server, mode="legacy") as other:
+        my_run = (await call(mine, "start_run", {"task": "toy-quadratic"}))["run_id"]
+        other_run = (await call(other, "start_run", {"task": "toy-quadratic"}))["run_id"]
+        assert (await call(mine, "get_run_summary"))["run_id"] == my_run
+        assert (await call(other, "get_run_summary"))["run_id"] == other_run
