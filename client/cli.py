@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from autoresearch_mcp import __version__
+from autoresearch_mcp.client import run_cmd
 from autoresearch_mcp.server import serve
 from autoresearch_mcp.server.errors import ResearchError
 
@@ -16,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     serve.configure(sub)
+    run_cmd.configure(sub)
     return parser
 
 

@@ -146,7 +146,14 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
         """Start an autonomous run on a task; it becomes this session's run."""
         run, summary = service.start_run(task, budget, target, seed, name)
         _connection_state(ctx)[SESSION_RUN_KEY] = run.id
-        return StartedRun(run_id=run.id, summary=summary)
+        spec = service.task(task)
+        return StartedRun(
+            run_id=run.id,
+            summary=summary,
+            task_description=spec.describe(),
+            metric=spec.metric,
+            experiment_tool=spec.experiment_tool,
+        )
 
     @mcp.tool(annotations=READ_ONLY)
     @tool_errors

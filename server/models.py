@@ -101,6 +101,11 @@ class HistoryPage(BaseModel):
 class StartedRun(BaseModel):
     run_id: str
     summary: str
+    task_description: str
+    metric: str
+    experiment_tool: Literal["run_experiment", "run_benchmark"] = Field(
+        description="the tool that evaluates this task's train.py"
+    )
 
 
 class RunList(BaseModel):

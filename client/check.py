@@ -1,0 +1,87 @@
+"""CHECK: the decisions that end a run, made without the LLM, and what a finished agent reports."""
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from autoresearch_mcp.client.connect import ResearchClient
+from autoresearch_mcp.client.meter import Transcript
+
+StopReason = Literal["budget", "target", "llm-done", "failures", "call-limit", "llm-error"]
+Progress = Callable[[dict[str, Any]], None]
+
+
+class AgentConfig(BaseModel):
+    task: str
+    experiment_tool: Literal["run_experiment", "run_benchmark"]
+    iterations: int = Field(ge=1)
+    max_failures: int = Field(
+        default=5, ge=1, description="consecutive failures (refusals, crashes) before stopping"
+    )
+    window: int | None = Field(
+        default=None,
+        description="stateful: last N messages kept; None = only those since the last experiment",
+    )
+    max_tokens: int = 1024
+
+    @property
+    def max_calls(self) -> int:
+        """A hard cap on LLM calls, so a model that never runs an experiment cannot loop forever."""
+        return self.iterations * 4 + 10
+
+
+class AgentResult(BaseModel):
+    run_id: str
+    mode: Literal["stateful", "stateless"]
+    stop_reason: StopReason
+    detail: str
+    experiments: int
+    llm_calls: int
+    best_metric: float | None
+    transcript: str
+    scripted: bool
+
+
+def check(
+    run: dict[str, Any], failures: int, config: AgentConfig, calls: int
+) -> tuple[StopReason, str] | None:
+    """Stop when the budget is used, the target is reached, failures pile up or calls run out."""
+    if run["status"] == "exhausted" or run["used"] >= run["budget"]:
+        return "budget", f"budget used ({run['used']}/{run['budget']})"
+    if run["status"] == "converged":
+        return "target", f"target reached ({run['best']['metric']:.4f})"
+    if run["status"] == "stopped":
+        return "llm-done", run.get("finish_reason") or "stopped"
+    if failures >= config.max_failures:
+        return "failures", f"{failures} failures in a row"
+    if calls >= config.max_calls:
+        return "call-limit", f"{calls} LLM calls without using the budget"
+    return None
+
+
+async def finish(
+    rc: ResearchClient,
+    run_id: str,
+    mode: Literal["stateful", "stateless"],
+    stop: tuple[StopReason, str] | None,
+    calls: int,
+    transcript: Transcript,
+) -> AgentResult:
+    """End the run on the server (if CHECK, not the server, stopped it) and report."""
+    assert stop is not None
+    run = await rc.run(run_id)
+    if run["status"] == "running":
+        await rc.call("finish_run", {"run_id": run_id, "reason": f"{stop[0]}: {stop[1]}"[:500]})
+        run = await rc.run(run_id)
+    return AgentResult(
+        run_id=run_id,
+        mode=mode,
+        stop_reason=stop[0],
+        detail=stop[1],
+        experiments=run["used"],
+        llm_calls=calls,
+        best_metric=run["best"]["metric"] if run.get("best") else None,
+        transcript=str(transcript.path),
+        scripted=transcript.llm.scripted,
+    )

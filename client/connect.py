@@ -1,0 +1,112 @@
+"""Connect the agent to the server: spawn it over stdio (default) or reach one over streamable HTTP."""
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from pydantic import BaseModel
+
+from autoresearch_mcp.server.config import ENV_PREFIX
+from autoresearch_mcp.server.errors import ResearchError
+
+# The SDK's stdio client passes only an allow-list of variables; the server also needs these.
+FORWARDED_EXACT = ("SCIKIT_LEARN_DATA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH")
+
+
+class ToolOutcome(BaseModel):
+    ok: bool
+    text: str
+    data: dict[str, Any] | None
+
+
+def server_env() -> dict[str, str]:
+    """Every AUTORESEARCH_* variable, plus the few others the server needs."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key.startswith(ENV_PREFIX) or key in FORWARDED_EXACT
+    }
+
+
+def stdio_params(
+    db: Path | None, data: str | None, extra_args: list[str] | None = None
+) -> StdioServerParameters:
+    args = ["-m", "autoresearch_mcp.client.cli", "serve"]
+    if db is not None:
+        args += ["--db", str(Path(db).expanduser().resolve())]
+    if data is not None:
+        args += ["--data", str(Path(data).expanduser().resolve())]
+    return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=server_env())
+
+
+class ResearchClient:
+    """The few calls the agent makes, over any MCP transport."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        result = await self.client.call_tool(tool, arguments)
+        text = "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
+        prefix = f"Error executing tool {tool}: "
+        if result.is_error and text.startswith(prefix):
+            text = text[len(prefix) :]
+        return ToolOutcome(ok=not result.is_error, text=text, data=result.structured_content)
+
+    async def must(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        outcome = await self.call(tool, arguments)
+        if not outcome.ok or outcome.data is None:
+            raise ResearchError(f"{tool} failed: {outcome.text}")
+        return outcome.data
+
+    async def summary(self, run_id: str) -> str:
+        contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}/summary")).contents
+        return contents[0].text  # type: ignore[union-attr]
+
+    async def run(self, run_id: str) -> dict[str, Any]:
+        runs = json.loads((await self.client.read_resource("autoresearch://runs")).contents[0].text)  # type: ignore[union-attr]
+        for run in runs["runs"]:
+            if run["id"] == run_id:
+                return run
+        raise ResearchError(f"run {run_id} disappeared from the server")
+
+    async def tools(self) -> list[Any]:
+        return (await self.client.list_tools()).tools
+
+
+@asynccontextmanager
+async def connect(
+    *,
+    server_url: str | None = None,
+    token: str | None = None,
+    db: Path | None = None,
+    data: str | None = None,
+    server_args: list[str] | None = None,
+) -> AsyncIterator[ResearchClient]:
+    """An MCP client session: HTTP when server_url is given, else a spawned stdio server."""
+    try:
+        if server_url:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            timeout = httpx2.Timeout(30, read=3600)
+            async with (
+                httpx2.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True) as http,
+                Client(streamable_http_client(server_url, http_client=http)) as client,
+            ):
+                yield ResearchClient(client)
+        else:
+            async with Client(stdio_params(db, data, server_args), read_timeout_seconds=3600) as client:
+                yield ResearchClient(client)
+    except* MCPError as group:
+        first = group.exceptions[0]
+        raise ResearchError(f"the MCP server failed: {first}") from None
+    except* (OSError, httpx2.HTTPError) as group:
+        first = group.exceptions[0]
+        where = server_url or "the spawned stdio server"
+        raise ResearchError(f"cannot reach {where}: {first}") from None

@@ -1,0 +1,180 @@
+"""Any OpenAI-compatible chat endpoint (vLLM, llama.cpp, Ollama, ../shared/tools/local-llm) via the real
+`openai` SDK."""
+
+import json
+import os
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from autoresearch_mcp.client.llm.base import (
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    RetryPolicy,
+    ToolCall,
+    TransientLLMError,
+    Usage,
+    is_transient_status,
+    retry_after_seconds,
+    with_retries,
+)
+
+# finish_reason -> the neutral (Messages API) stop_reason vocabulary.
+_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+
+
+def to_api_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """Neutral messages -> chat messages. Tool results become `tool` messages, placed before any user
+    text so they directly follow the assistant turn that called the tools."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for msg in messages:
+        for r in msg.tool_results:
+            # The chat format has no error flag; say it in the content so the model sees it.
+            content = f"ERROR: {r.content}" if r.is_error else r.content
+            out.append({"role": "tool", "tool_call_id": r.tool_call_id, "content": content})
+        if msg.role == "assistant":
+            turn: dict[str, Any] = {"role": "assistant", "content": msg.text or None}
+            if msg.tool_calls:
+                turn["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in msg.tool_calls
+                ]
+            out.append(turn)
+        elif msg.text:
+            out.append({"role": "user", "content": msg.text})
+    return out
+
+
+def parse_arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+    """(arguments, parse_error). Small models emit broken or non-object JSON; that must reach the loop as
+    a reportable error, not an exception."""
+    if not raw or not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        snippet = raw if len(raw) <= 300 else raw[:300] + "..."
+        return (
+            {},
+            f"the tool arguments were not valid JSON ({exc.msg}): {snippet}. "
+            "Call the tool again with a JSON object.",
+        )
+    if not isinstance(value, dict):
+        return {}, f"the tool arguments must be a JSON object, got {type(value).__name__}. Call it again."
+    return value, None
+
+
+def from_completion(completion: ChatCompletion) -> LLMResponse:
+    if not completion.choices:
+        raise LLMError("the endpoint returned no choices")
+    choice = completion.choices[0]
+    calls: list[ToolCall] = []
+    for i, tc in enumerate(choice.message.tool_calls or []):
+        if tc.type != "function":
+            continue
+        args, error = parse_arguments(tc.function.arguments)
+        # Some servers omit ids; the loop needs one to pair the result with the call.
+        calls.append(
+            ToolCall(id=tc.id or f"call_{i}", name=tc.function.name, arguments=args, parse_error=error)
+        )
+    usage = None
+    if completion.usage is not None:
+        details = completion.usage.prompt_tokens_details
+        usage = Usage(
+            input_tokens=completion.usage.prompt_tokens,
+            output_tokens=completion.usage.completion_tokens,
+            cache_read_input_tokens=details.cached_tokens if details is not None else None,
+        )
+    reason = choice.finish_reason or "stop"
+    return LLMResponse(
+        text=choice.message.content or "",
+        tool_calls=calls,
+        stop_reason="tool_use" if calls else _STOP.get(reason, reason),
+        usage=usage,
+        model=completion.model,
+    )
+
+
+class OpenAILLM:
+    scripted = False
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        seed: int | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float = 120.0,
+    ) -> None:
+        self.model = model  # None: ask the server (/v1/models) on the first call
+        self.name = f"openai:{model or 'auto'}"
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.retry = retry or RetryPolicy()
+        # Local servers need no key, but the SDK refuses to start without one.
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.model is None:
+            self.model = await with_retries(self._first_model, self.retry, label=self.name)
+            self.name = f"openai:{self.model}"
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_api_messages(request.system, request.messages),
+            "max_tokens": self.max_tokens or request.max_tokens,
+        }
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+                }
+                for t in request.tools
+            ]
+        if self.seed is not None:
+            params["seed"] = self.seed
+        completion = await with_retries(
+            lambda: self._call(self._client.chat.completions.create(**params)), self.retry, label=self.name
+        )
+        return from_completion(completion)
+
+    async def _first_model(self) -> str:
+        page = await self._call(self._client.models.list())
+        models = [m.id for m in page.data]
+        if not models:
+            raise LLMError(f"{self._client.base_url} serves no models; pass --model")
+        return models[0]
+
+    async def _call(self, awaitable: Any) -> Any:
+        where = self._client.base_url
+        try:
+            return await awaitable
+        except openai.APIConnectionError as exc:  # APITimeoutError is a subclass
+            raise TransientLLMError(f"{type(exc).__name__} talking to {where}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            reason = f"HTTP {exc.status_code}: {exc.message}"
+            if is_transient_status(exc.status_code):
+                raise TransientLLMError(reason, retry_after_seconds(exc.response.headers)) from exc
+            if exc.status_code in (401, 403):
+                raise LLMError(
+                    f"{where} refused the key ({reason}). Check --api-key / OPENAI_API_KEY, or use --llm scripted."
+                ) from exc
+            if exc.status_code == 404:
+                raise LLMError(
+                    f"{where}: not found ({reason}). Check --base-url (it usually ends in /v1) and --model."
+                ) from exc
+            raise LLMError(f"{where} rejected the request ({reason})") from exc
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,266 @@
+"""The deterministic offline test double: no model, the same kind of output a real LLM gives.
+
+Its choices depend only on the request and its own seeded state, so a run is reproducible for a seed.
+Use one instance per run: it remembers what it proposed.
+- hpo-covertype: the defaults first, then random draws from a practitioner's prior mixed with
+  perturbations of the best configuration, which it reads from the "Best ..." line of the summary or
+  prompt (`Best: macro_f1=0.77 at #3, params n_estimators=300 ...`, or a JSON object on that line).
+  It never proposes the same configuration twice.
+- codeopt-records: walks the rewrite catalogue (`rewrites.REWRITES`), one cumulative step per call, then
+  says it is done.
+"""
+
+import json
+import math
+import random
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, LLMResponse, ToolCall
+
+HPO_TASK = "hpo-covertype"
+CODE_TASK = "codeopt-records"
+
+# Where a sensible practitioner draws from inside the hard bounds (clipped to them): XGBoost's cost grows
+# with n_estimators x depth, and heavy regularisation or tiny samples only waste experiments.
+_PRIOR: dict[str, tuple[float, float]] = {
+    "n_estimators": (100, 400),
+    "max_depth": (4, 12),
+    "learning_rate": (0.03, 0.5),
+    "subsample": (0.6, 1.0),
+    "colsample_bytree": (0.5, 1.0),
+    "min_child_weight": (0.0, 5.0),
+    "gamma": (0.0, 1.0),
+    "reg_alpha": (0.0, 1.0),
+    "reg_lambda": (0.0, 5.0),
+}
+_LOG_SCALE = frozenset({"learning_rate"})
+_NUMBER = r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?"
+
+
+class ParamSpace:
+    """The bounds and defaults of a params model, read from its pydantic fields (ge/le metadata)."""
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.names: list[str] = []
+        self.kinds: dict[str, type[int] | type[float]] = {}
+        self.bounds: dict[str, tuple[float, float]] = {}
+        self.defaults: dict[str, Any] = {}
+        for name, field in model.model_fields.items():
+            lo = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+            hi = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+            if lo is None or hi is None or field.annotation not in (int, float):
+                continue  # nothing numeric to search
+            self.names.append(name)
+            self.kinds[name] = int if field.annotation is int else float
+            self.bounds[name] = (float(lo), float(hi))
+            self.defaults[name] = field.default
+        self.model = model
+
+    def prior(self, name: str) -> tuple[float, float]:
+        lo, hi = self.bounds[name]
+        plo, phi = _PRIOR.get(name, (lo, hi))
+        return max(lo, plo), min(hi, phi)
+
+    def clean(self, name: str, value: float) -> int | float:
+        lo, hi = self.bounds[name]
+        if name == "n_estimators":
+            hi = min(hi, self.prior(name)[1])  # perturbations must not creep into hour-long fits either
+        value = min(hi, max(lo, value))
+        if self.kinds[name] is int:
+            return round(value)
+        return float(f"{value:.3g}")
+
+    def sample(self, rng: random.Random) -> dict[str, Any]:
+        config: dict[str, Any] = {}
+        for name in self.names:
+            lo, hi = self.prior(name)
+            if name in _LOG_SCALE and lo > 0:
+                value = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+            else:
+                value = rng.uniform(lo, hi)
+            config[name] = self.clean(name, value)
+        return config
+
+    def perturb(self, centre: dict[str, Any], rng: random.Random) -> tuple[dict[str, Any], list[str]]:
+        """Move a few parameters of `centre` (at least one); returns the config and the names changed."""
+        base = {n: centre.get(n, self.defaults[n]) for n in self.names}
+        chosen = [n for n in self.names if rng.random() < 0.35] or [rng.choice(self.names)]
+        for name in chosen:
+            lo, hi = self.prior(name)
+            if name in _LOG_SCALE and base[name] > 0:
+                value = base[name] * math.exp(rng.gauss(0, 0.5))
+            else:
+                value = base[name] + rng.gauss(0, 0.25 * (hi - lo))
+            base[name] = self.clean(name, value)
+        return base, chosen
+
+
+def _request_text(request: LLMRequest) -> str:
+    parts: list[str] = []
+    for m in request.messages:
+        parts.append(m.text)
+        parts += [r.content for r in m.tool_results]
+    return "\n".join(parts)
+
+
+def _params_on(line: str, names: list[str]) -> dict[str, float]:
+    """The known params on one line: from a JSON object on it, else from name=value pairs."""
+    brace = re.search(r"\{.*\}", line)
+    if brace:
+        try:
+            obj = json.loads(brace.group(0))
+        except json.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            found = {k: float(v) for k, v in obj.items() if k in names and isinstance(v, int | float)}
+            if found:
+                return found
+    found = {}
+    for name in names:
+        match = re.search(rf"\b{name}\s*[=:]\s*({_NUMBER})", line)
+        if match:
+            found[name] = float(match.group(1))
+    return found
+
+
+def parse_best(text: str, names: list[str]) -> dict[str, float] | None:
+    """The best params as the last line starting with "Best" gives them: on that line itself, or on the
+    line of the experiment it points at ("Best so far: Iter 3 ..." -> the "Iter 3: ... params={...}" line)."""
+    lines = text.splitlines()
+    for line in reversed([ln.strip() for ln in lines if ln.strip().lower().startswith("best")]):
+        found = _params_on(line, names)
+        if found:
+            return found
+        ref = re.search(r"(?:\bIter(?:ation)?\s*|#)(\d+)", line)
+        if ref:
+            pattern = re.compile(rf"\s*(?:Iter(?:ation)?\s*|#){ref.group(1)}\b")
+            for other in lines:
+                if pattern.match(other) and (found := _params_on(other, names)):
+                    return found
+    return None
+
+
+class _HPOPolicy:
+    def __init__(self, rng: random.Random) -> None:
+        from autoresearch_mcp.server.tasks.hpo_covertype import HPOParams
+
+        self.space = ParamSpace(HPOParams)
+        self.rng = rng
+        self.seen: set[tuple[Any, ...]] = set()
+
+    def _key(self, config: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(config[n] for n in self.space.names)
+
+    def propose(self, text: str) -> tuple[dict[str, Any], str] | None:
+        """The next new config and a one-line reason, or None when nothing new can be found."""
+        if not self.seen:
+            config, why = dict(self.space.defaults), "Start from the XGBoost defaults to get a baseline."
+            self.seen.add(self._key(config))
+            return config, why
+        best = parse_best(text, self.space.names)
+        for _ in range(1000):
+            if best is not None and self.rng.random() < 0.6:
+                centre = {n: self.space.clean(n, v) for n, v in best.items() if n in self.space.bounds}
+                config, changed = self.space.perturb(centre, self.rng)
+                why = f"Perturb the best configuration: change {', '.join(changed)}."
+            else:
+                config, why = self.space.sample(self.rng), "Explore: a random configuration from the prior."
+            if self._key(config) not in self.seen:
+                self.seen.add(self._key(config))
+                return config, why
+        return None
+
+
+class _CodePolicy:
+    def __init__(self) -> None:
+        from autoresearch_mcp.client.llm import rewrites
+
+        self.rewrites = rewrites
+        self.step = 0  # rewrites applied so far (cumulative from the baseline)
+
+    @property
+    def total(self) -> int:
+        return len(self.rewrites.REWRITES)
+
+    def next_step(self) -> int | None:
+        if self.step >= self.total:
+            return None
+        self.step += 1
+        return self.step
+
+
+class ScriptedLLM:
+    name = "scripted"
+    scripted = True
+
+    def __init__(self, *, task: str, seed: int = 42) -> None:
+        if task not in (HPO_TASK, CODE_TASK):
+            raise LLMError(f"the scripted backend knows {HPO_TASK} and {CODE_TASK}, not {task!r}")
+        self.task = task
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self._hpo = _HPOPolicy(self.rng) if task == HPO_TASK else None
+        self._code = _CodePolicy() if task == CODE_TASK else None
+        self._calls = 0
+        self._last_modify_id: str | None = None
+
+    def _id(self) -> str:
+        self._calls += 1
+        return f"scripted_{self.seed}_{self._calls:04d}"
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        tools = {t.name for t in request.tools}
+        if self._hpo is not None:
+            return self._hpo_reply(request, stateful=bool(tools), tools=tools)
+        return self._code_reply(request, stateful=bool(tools), tools=tools)
+
+    def _reply(self, text: str, calls: list[ToolCall] | None = None) -> LLMResponse:
+        calls = calls or []
+        stop = "tool_use" if calls else "end_turn"
+        return LLMResponse(text=text, tool_calls=calls, stop_reason=stop, usage=None, model="scripted")
+
+    def _hpo_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
+        assert self._hpo is not None
+        if stateful and "run_experiment" not in tools:
+            raise LLMError("scripted backend: the request offers no run_experiment tool")
+        proposal = self._hpo.propose(_request_text(request))
+        if proposal is None:
+            return self._reply("DONE: no untried configuration left near the best.")
+        params, why = proposal
+        if stateful:
+            call = ToolCall(id=self._id(), name="run_experiment", arguments={"params": params, "note": why})
+            return self._reply(why, [call])
+        return self._reply(f"{why}\n{json.dumps(params)}")
+
+    def _code_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
+        assert self._code is not None
+        if stateful and not {"modify_train_py", "run_benchmark"} <= tools:
+            raise LLMError("scripted backend: the request offers no modify_train_py + run_benchmark tools")
+        # A refused edit means the server's train.py is not what the catalogue expects: resend in full.
+        refused = self._last_modify_id is not None and any(
+            r.tool_call_id == self._last_modify_id and r.is_error
+            for m in request.messages
+            for r in m.tool_results
+        )
+        step = self._code.next_step()
+        total = self._code.total
+        if step is None:
+            return self._reply(f"DONE: all {total} rewrites in the catalogue have been tried.")
+        rewrite = self._code.rewrites.REWRITES[step - 1]
+        if not stateful:
+            return self._reply("CODE:\n" + self._code.rewrites.source_after(step))
+        change: dict[str, Any] = {"description": rewrite.description}
+        if refused:
+            change["source"] = self._code.rewrites.source_after(step)
+        else:
+            change["edits"] = [{"search": s, "replace": r} for s, r in rewrite.edits]
+        modify = ToolCall(id=self._id(), name="modify_train_py", arguments=change)
+        self._last_modify_id = modify.id
+        bench = ToolCall(id=self._id(), name="run_benchmark", arguments={})
+        return self._reply(f"Rewrite {step}/{total}: {rewrite.description}", [modify, bench])
+
+    async def aclose(self) -> None:
+        return None

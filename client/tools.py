@@ -1,0 +1,80 @@
+"""The agent's tool set: a small subset of the server's MCP tools, compactly described.
+
+Tool definitions are re-sent on every call (cacheable, but still paid for), so the agent offers only
+the tools its task needs, strips what the model never sets (run_id: the agent fills it in), and keeps
+only the parameter schema of the task at hand.
+"""
+
+from typing import Any
+
+from autoresearch_mcp.client.llm.base import ToolSpec
+
+TOOLS_BY_KIND = {
+    "run_experiment": ("run_experiment", "get_experiment_history", "add_note"),
+    "run_benchmark": (
+        "modify_train_py",
+        "run_benchmark",
+        "revert_train_py",
+        "get_current_train_py",
+        "get_experiment_history",
+        "add_note",
+    ),
+}
+HIDDEN_ARGS = {"run_id"}
+DROP_KEYS = {"title", "examples"}
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join((text or "").split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
+def _compact(schema: Any, defs: dict[str, Any]) -> Any:
+    """Inline $refs, drop titles, turn `anyOf [X, null]` into X (optional args are simply not required)."""
+    if isinstance(schema, list):
+        return [_compact(item, defs) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        return _compact(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in schema:
+        options = [o for o in schema["anyOf"] if o.get("type") != "null"]
+        if len(options) == 1:
+            merged = {**options[0], **{k: v for k, v in schema.items() if k not in ("anyOf", "default")}}
+            return _compact(merged, defs)
+    out = {}
+    for key, value in schema.items():
+        if key in DROP_KEYS or key == "$defs" or (key == "default" and value is None):
+            continue
+        out[key] = _compact(value, defs)
+    return out
+
+
+def task_params_schema(schema: dict[str, Any], task: str) -> dict[str, Any]:
+    """The `params` schema of one task, picked out of the server's per-task anyOf."""
+    for variant in schema.get("anyOf", []):
+        if variant.get("title") == f"{task} params":
+            return variant
+    return schema
+
+
+def agent_tools(mcp_tools: list[Any], task: str, experiment_tool: str) -> list[ToolSpec]:
+    wanted = TOOLS_BY_KIND[experiment_tool]
+    specs = []
+    by_name = {tool.name: tool for tool in mcp_tools}
+    for name in wanted:
+        tool = by_name.get(name)
+        if tool is None:
+            continue
+        schema = dict(tool.input_schema)
+        defs = schema.pop("$defs", {})
+        properties = {k: v for k, v in schema.get("properties", {}).items() if k not in HIDDEN_ARGS}
+        if "params" in properties:
+            properties["params"] = task_params_schema(properties["params"], task)
+        compact = _compact({**schema, "properties": properties}, defs)
+        compact["required"] = [r for r in schema.get("required", []) if r not in HIDDEN_ARGS]
+        specs.append(
+            ToolSpec(name=name, description=_first_sentence(tool.description or name), input_schema=compact)
+        )
+    return specs

@@ -1,0 +1,144 @@
+"""The scripted backend: deterministic, in range, never repeating, and shaped like a real LLM's output."""
+
+import json
+
+import pytest
+
+from autoresearch_mcp.client.llm import (
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    ToolSpec,
+    make_llm,
+)
+from autoresearch_mcp.client.llm.scripted import ParamSpace, ScriptedLLM, parse_best
+from autoresearch_mcp.server.tasks.hpo_covertype import HPOParams
+
+HPO = "hpo-covertype"
+CODE = "codeopt-records"
+SPACE = ParamSpace(HPOParams)
+BEST_LINE = (
+    "Best: macro_f1=0.7712 at #3, train.py v1, "
+    "params n_estimators=300 max_depth=10 learning_rate=0.15 subsample=0.8"
+)
+STATELESS_TAIL = "Propose the next configuration as JSON."
+
+
+def _tool(name: str) -> ToolSpec:
+    return ToolSpec(name=name, description=name, input_schema={"type": "object"})
+
+
+def _stateless(text: str) -> LLMRequest:
+    return LLMRequest(system="", messages=[Message(role="user", text=f"{text}\n{STATELESS_TAIL}")])
+
+
+def _stateful(text: str, *tools: str) -> LLMRequest:
+    return LLMRequest(
+        system="You tune.", tools=[_tool(t) for t in tools], messages=[Message(role="user", text=text)]
+    )
+
+
+def _params(response: LLMResponse) -> dict[str, float]:
+    """The one JSON object in a stateless reply."""
+    start, end = response.text.index("{"), response.text.rindex("}") + 1
+    return json.loads(response.text[start:end])
+
+
+async def _run_stateless(seed: int, n: int) -> list[dict[str, float]]:
+    llm = ScriptedLLM(task=HPO, seed=seed)
+    out = []
+    for i in range(n):
+        out.append(_params(await llm.complete(_stateless(BEST_LINE if i >= 2 else "Best: none yet"))))
+    return out
+
+
+@pytest.mark.asyncio
+async def test_hpo_proposals_are_deterministic_for_a_seed_and_differ_across_seeds() -> None:
+    assert await _run_stateless(5, 12) == await _run_stateless(5, 12)
+    assert await _run_stateless(5, 12) != await _run_stateless(6, 12)
+
+
+@pytest.mark.asyncio
+async def test_hpo_starts_from_the_defaults_never_repeats_and_stays_in_range() -> None:
+    proposals = await _run_stateless(11, 80)
+    assert proposals[0] == HPOParams().model_dump()
+    assert len({tuple(sorted(p.items())) for p in proposals}) == len(proposals)
+    for params in proposals:
+        assert (
+            HPOParams.model_validate(params).model_dump() == params
+        )  # extra="forbid" and every ge/le bound hold
+        assert params["n_estimators"] <= 400  # XGBoost time stays moderate
+
+
+@pytest.mark.asyncio
+async def test_hpo_perturbations_start_from_the_best_configuration_it_is_shown() -> None:
+    # The summary names four params; the others are at their defaults in that configuration.
+    best = {**SPACE.defaults, "n_estimators": 300, "max_depth": 10, "learning_rate": 0.15, "subsample": 0.8}
+    proposals = (await _run_stateless(2, 20))[2:]
+    near = [p for p in proposals if sum(p[k] == v for k, v in best.items()) >= 5]
+    assert 6 <= len(near) < len(proposals)  # mostly exploitation, some exploration
+
+
+@pytest.mark.asyncio
+async def test_hpo_stateful_replies_with_one_run_experiment_call_and_a_reason() -> None:
+    llm = make_llm("scripted", model=None, task=HPO, seed=42)
+    assert llm.name == "scripted" and llm.scripted
+    response = await llm.complete(_stateful("Best: none yet", "run_experiment", "add_note"))
+    assert response.stop_reason == "tool_use" and response.usage is None and response.model == "scripted"
+    (call,) = response.tool_calls
+    assert call.name == "run_experiment" and set(call.arguments) == {"params", "note"}
+    assert call.arguments["params"] == HPOParams().model_dump() and response.text == call.arguments["note"]
+    second = await llm.complete(_stateful(BEST_LINE, "run_experiment"))
+    assert second.tool_calls[0].id != call.id
+    with pytest.raises(LLMError, match="run_experiment"):
+        await llm.complete(_stateful(BEST_LINE, "get_run_summary"))
+
+
+def test_the_best_line_is_read_from_the_summary_format_and_from_json() -> None:
+    text = "Run r1\n" + BEST_LINE + "\nLast 1:\n  #3 ok macro_f1=0.7712 (new best) max_depth=2"
+    assert parse_best(text, SPACE.names) == {
+        "n_estimators": 300,
+        "max_depth": 10,
+        "learning_rate": 0.15,
+        "subsample": 0.8,
+    }
+    json_line = 'Iter 1: F1=0.7\nBest so far: F1=0.7900, params={"max_depth": 12, "gamma": 0.5, "note": "x"}'
+    assert parse_best(json_line, SPACE.names) == {"max_depth": 12, "gamma": 0.5}
+    stateless = (
+        'Iter 1: F1=0.7000, precision=0.7, recall=0.7, params={"max_depth": 6}\n'
+        'Iter 2: F1=0.7500, precision=0.7, recall=0.7, params={"max_depth": 9, "subsample": 0.8}\n'
+        "Best so far: Iter 2 with F1=0.7500\nPropose the next configuration as JSON."
+    )
+    assert parse_best(stateless, SPACE.names) == {"max_depth": 9, "subsample": 0.8}
+    assert parse_best("Best: none yet (macro_f1, higher is better)", SPACE.names) is None
+
+
+def test_the_search_space_is_read_from_the_params_model() -> None:
+    assert set(SPACE.names) == set(HPOParams.model_fields)
+    assert SPACE.bounds["max_depth"] == (1, 15) and SPACE.kinds["max_depth"] is int
+    assert SPACE.defaults == HPOParams().model_dump()
+
+
+def test_an_unknown_task_is_refused() -> None:
+    with pytest.raises(LLMError, match="hpo-covertype"):
+        ScriptedLLM(task="toy-quadratic", seed=1)
+
+
+@pytest.mark.asyncio
+async def test_both_modes_propose_the_same_sequence_when_shown_the_same_results() -> None:
+    # Fair comparison: only the context strategy differs, so the scripted search must not.
+    stateful, stateless = ScriptedLLM(task=HPO, seed=9), ScriptedLLM(task=HPO, seed=9)
+    best: dict[str, float] | None = None
+    for i in range(10):
+        if best is None:
+            summary, history = "Best: none yet", "Best so far: none"
+        else:
+            pairs = " ".join(f"{k}={v:.4g}" for k, v in best.items())
+            summary = f"Best: macro_f1=0.7{i} at #{i}, train.py v1, params {pairs}"
+            history = f"Iter {i}: F1=0.7{i}, params={json.dumps(best)}\nBest so far: Iter {i} with F1=0.7{i}"
+        a = (await stateful.complete(_stateful(summary, "run_experiment"))).tool_calls[0].arguments["params"]
+        b = _params(await stateless.complete(_stateless(history)))
+        assert a == b
+        if i % 3 == 0:  # pretend every third proposal became the new best
+            best = a

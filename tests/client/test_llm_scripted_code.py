@@ -1,0 +1,73 @@
+"""The scripted backend on codeopt-records: it walks the rewrite catalogue, one cumulative step per call."""
+
+import pytest
+
+from autoresearch_mcp.client.llm import LLMRequest, Message, ToolResult, ToolSpec, rewrites
+from autoresearch_mcp.client.llm.scripted import ScriptedLLM
+
+CODE = "codeopt-records"
+CODE_TOOLS = ("get_current_train_py", "modify_train_py", "run_benchmark")
+
+
+def _tool(name: str) -> ToolSpec:
+    return ToolSpec(name=name, description=name, input_schema={"type": "object"})
+
+
+def _stateful(text: str) -> LLMRequest:
+    return LLMRequest(
+        system="You optimise.",
+        tools=[_tool(t) for t in CODE_TOOLS],
+        messages=[Message(role="user", text=text)],
+    )
+
+
+@pytest.mark.asyncio
+async def test_code_stateful_sends_each_catalogue_edit_then_a_benchmark_then_says_done() -> None:
+    llm = ScriptedLLM(task=CODE, seed=1)
+    source = rewrites.source_after(0)
+    for step, rewrite in enumerate(rewrites.REWRITES, start=1):
+        response = await llm.complete(_stateful("Summary"))
+        modify, bench = response.tool_calls
+        assert (modify.name, bench.name, bench.arguments) == ("modify_train_py", "run_benchmark", {})
+        assert modify.arguments["description"] == rewrite.description
+        edits = [(e["search"], e["replace"]) for e in modify.arguments["edits"]]
+        assert edits == list(rewrite.edits)
+        source = rewrites.apply_edits(source, edits)
+        assert source == rewrites.source_after(step)
+        assert response.stop_reason == "tool_use" and f"{step}/{len(rewrites.REWRITES)}" in response.text
+    done = await llm.complete(_stateful("Summary"))
+    assert done.tool_calls == [] and done.text.startswith("DONE") and done.stop_reason == "end_turn"
+
+
+@pytest.mark.asyncio
+async def test_code_stateful_resends_the_whole_source_after_a_refused_edit() -> None:
+    llm = ScriptedLLM(task=CODE, seed=1)
+    first = await llm.complete(_stateful("Summary"))
+    refusal = [
+        Message(role="assistant", tool_calls=first.tool_calls),
+        Message(
+            role="user",
+            tool_results=[
+                ToolResult(
+                    tool_call_id=first.tool_calls[0].id, content="search text not found", is_error=True
+                ),
+                ToolResult(tool_call_id=first.tool_calls[1].id, content="benchmark of v1"),
+            ],
+        ),
+    ]
+    request = LLMRequest(system="s", tools=[_tool(t) for t in CODE_TOOLS], messages=refusal)
+    second = await llm.complete(request)
+    assert second.tool_calls[0].arguments["source"] == rewrites.source_after(2)
+    assert "edits" not in second.tool_calls[0].arguments
+
+
+@pytest.mark.asyncio
+async def test_code_stateless_replies_with_the_complete_source_of_each_step_then_done() -> None:
+    llm = ScriptedLLM(task=CODE, seed=1)
+    prompt = LLMRequest(
+        system="", messages=[Message(role="user", text="...\nReply with CODE: and the complete function.")]
+    )
+    for step in range(1, len(rewrites.REWRITES) + 1):
+        response = await llm.complete(prompt)
+        assert response.text == "CODE:\n" + rewrites.source_after(step) and response.tool_calls == []
+    assert (await llm.complete(prompt)).text.startswith("DONE")
