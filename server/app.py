@@ -263,24 +263,24 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
 
         return wrapper
 
-    @mcp.resource("autoresearch://runs", mime_type="application/json")
+    @mcp.resource("autoresearch://runs", name="runs", mime_type="application/json")
     def runs_resource() -> str:
         """Every run with task, status, best and budget used."""
         return RunList(runs=service.store.list_runs()).model_dump_json()
 
-    @mcp.resource("autoresearch://runs/{run_id}/summary", mime_type="text/plain")
+    @mcp.resource("autoresearch://runs/{run_id}/summary", name="run-summary", mime_type="text/plain")
     @_resource
     def summary_resource(run_id: str) -> str:
         """The bounded summary the agent reads every turn."""
         return service.summary(run_id)
 
-    @mcp.resource("autoresearch://runs/{run_id}/history", mime_type="application/json")
+    @mcp.resource("autoresearch://runs/{run_id}/history", name="run-history", mime_type="application/json")
     @_resource
     def history_resource(run_id: str) -> str:
         """Every experiment of the run, in iteration order."""
         return service.history(run_id, None, 0, "iteration", None).model_dump_json()
 
-    @mcp.resource("autoresearch://runs/{run_id}/train.py", mime_type="text/x-python")
+    @mcp.resource("autoresearch://runs/{run_id}/train.py", name="run-train-py", mime_type="text/x-python")
     @_resource
     def train_py_resource(run_id: str) -> str:
         """The current train.py."""

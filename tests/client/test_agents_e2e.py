@@ -1,0 +1,181 @@
+"""The agents end to end: `autoresearch-mcp run` against the real stdio server, with the real SDKs
+talking to local fake LLM endpoints, and with the scripted backend."""
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoresearch_mcp.client.cli import build_parser, main
+from autoresearch_mcp.client.meter import load_transcript
+from autoresearch_mcp.client.run_cmd import run_session
+from conftest import TESTS_DIR
+from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
+
+
+@pytest.fixture
+def server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
+    """The spawned server sees the toy task (a plugin) and the CSV, as a user's would via AUTORESEARCH_*."""
+    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
+    monkeypatch.setenv("AUTORESEARCH_COVTYPE", str(covtype_csv))
+    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
+
+
+def args_for(tmp_path: Path, *extra: str) -> Any:
+    return build_parser().parse_args(["run", "--db", str(tmp_path / "runs.db"), "--quiet", *extra])
+
+
+def experiments(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(
+            "SELECT iteration, status, params_json FROM experiments ORDER BY iteration"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.asyncio
+async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
+    tmp_path: Path, server_env: None, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    with FakeAnthropicServer() as fake:
+        fake.enqueue(
+            anthropic_message(
+                "Start near the origin.",
+                [("run_experiment", {"params": {"x": 0.1}})],
+                input_tokens=310,
+                output_tokens=25,
+                cache_read_input_tokens=280,
+            ),
+            anthropic_message("", [("run_experiment", {"params": {"x": 0.1, "oops": 1}})]),
+            anthropic_message("", [("run_experiment", {"params": {"x": 0.3, "y": -0.2}})]),
+            anthropic_message("DONE: the optimum is found"),
+        )
+        args = args_for(
+            tmp_path,
+            "--task",
+            "toy-quadratic",
+            "--llm",
+            "anthropic",
+            "--base-url",
+            fake.root_url,
+            "--iterations",
+            "5",
+            "--prompt-caching",
+        )
+        result = await run_session(args, mode="stateful", seed=42)
+        bodies = fake.bodies("/v1/messages")
+
+    assert result.stop_reason == "llm-done" and result.experiments == 2 and result.llm_calls == 4
+    assert result.best_metric == pytest.approx(0.0)
+    first = bodies[0]
+    assert {tool["name"] for tool in first["tools"]} == {
+        "run_experiment",
+        "get_experiment_history",
+        "add_note",
+    }
+    assert all("run_id" not in tool["input_schema"]["properties"] for tool in first["tools"])
+    assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert first["messages"][0]["content"][0]["text"].startswith("Summary:\nRun r-")
+    # The refusal came back to the model as an error tool_result; the window keeps call and result together.
+    refused = bodies[2]["messages"]
+    assert refused[1]["role"] == "assistant" and refused[1]["content"][0]["type"] == "tool_use"
+    result_block = refused[2]["content"][0]
+    assert result_block["type"] == "tool_result" and result_block["is_error"] is True
+    assert "unknown parameter 'oops'" in json.dumps(result_block)
+    # After an experiment is recorded, the window is empty again: only the fresh summary is sent.
+    assert (
+        len(bodies[3]["messages"]) == 1 and "#2 ok 0.0000" in bodies[3]["messages"][0]["content"][0]["text"]
+    )
+    records = load_transcript(result.transcript)
+    assert len(records) == 4 and records[0]["provider_usage"]["cache_read_input_tokens"] == 280
+    assert (
+        records[0]["tokens"]["fixed"] > 0 and records[0]["tokens"]["context"] < records[0]["tokens"]["full"]
+    )
+    assert [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok", "ok"]
+
+
+@pytest.mark.asyncio
+async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
+    tmp_path: Path, server_env: None, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "bad-key")
+    with FakeAnthropicServer() as fake:
+        fake.enqueue(
+            anthropic_message("", [("run_experiment", {"params": {"x": 1.0}})]),
+            error_reply(401, "authentication_error", "invalid x-api-key"),
+        )
+        args = args_for(
+            tmp_path, "--task", "toy-quadratic", "--llm", "anthropic", "--base-url", fake.root_url
+        )
+        result = await run_session(args, mode="stateful", seed=1)
+    assert result.stop_reason == "llm-error" and "ANTHROPIC_API_KEY" in result.detail
+    assert [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok"]
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    status, reason = conn.execute("SELECT status, finish_reason FROM runs").fetchone()
+    conn.close()
+    assert status == "stopped" and reason.startswith("llm-error")
+
+
+@pytest.mark.asyncio
+async def test_the_stateless_baseline_sends_one_growing_message_through_the_real_openai_sdk(
+    tmp_path: Path, server_env: None
+):
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion('Try this: {"x": 0.5, "y": 0.0}'),
+            chat_completion("I am not sure."),
+            chat_completion('{"x": 0.2, "y": -0.1}'),
+        )
+        args = args_for(
+            tmp_path,
+            "--task",
+            "toy-quadratic",
+            "--llm",
+            "openai",
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "qwen2.5-coder",
+            "--iterations",
+            "2",
+        )
+        result = await run_session(args, mode="stateless", seed=7)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 3
+    assert [len(body["messages"]) for body in bodies] == [1, 1, 1] and "tools" not in bodies[0]
+    prompts = [body["messages"][0]["content"] for body in bodies]
+    assert "(none yet)" in prompts[0] and prompts[0].endswith("Propose the next configuration as JSON.")
+    assert "Iter 1: F1=" in prompts[2] and '"x": 0.5' in prompts[2]
+    assert len(prompts[2]) > len(prompts[0])
+    assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.5, 0.2]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["stateful", "stateless"])
+async def test_the_scripted_backend_runs_hpo_end_to_end_with_one_llm_call_per_experiment(
+    tmp_path: Path, server_env: None, mode: str
+):
+    args = args_for(tmp_path, "--task", "hpo-covertype", "--llm", "scripted", "--iterations", "2")
+    result = await run_session(args, mode=mode, seed=42)
+    assert result.scripted and result.stop_reason == "budget" and result.experiments == 2
+    assert result.llm_calls == 2 and 0.3 < (result.best_metric or 0) < 1
+    records = load_transcript(result.transcript)
+    assert [r["iteration"] for r in records] == [1, 2] and all(r["scripted"] for r in records)
+    assert Path(result.transcript).name.endswith(f"-{mode}.jsonl")
+
+
+def test_without_an_api_key_the_run_command_names_the_alternatives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    code = main(["run", "--task", "toy-quadratic", "--db", str(tmp_path / "x.db"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "ANTHROPIC_API_KEY" in err and "--llm scripted" in err and "--llm openai" in err
+    assert not (tmp_path / "x.db").exists()  # refused before any run was started

@@ -1,0 +1,41 @@
+"""Outside MCP hosts: the Claude Desktop config in examples/ launches a working server, as a host would."""
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+from conftest import ROOT
+
+
+@pytest.mark.asyncio
+async def test_the_claude_desktop_config_starts_a_server_from_another_directory(
+    tmp_path: Path, covtype_csv: Path
+):
+    config = json.loads((ROOT / "examples" / "claude_desktop_config.json").read_text())
+    entry = config["mcpServers"]["autoresearch"]
+    # The placeholders a user replaces: the venv's console script, the database, the CSV.
+    script = shutil.which("autoresearch-mcp", path=str(Path(sys.executable).parent))
+    assert script is not None, "the console script is installed next to the interpreter"
+    replace = {
+        "/ABSOLUTE/PATH/TO/.venv/bin/autoresearch-mcp": script,
+        "/ABSOLUTE/PATH/TO/autoresearch-runs.db": str(tmp_path / "desktop.db"),
+        "/ABSOLUTE/PATH/TO/covtype_20k.csv.gz": str(covtype_csv),
+    }
+    command = replace[entry["command"]]
+    args = [replace.get(arg, arg) for arg in entry["args"]]
+    env = {**entry["env"], "AUTORESEARCH_DATA_DIR": os.environ["AUTORESEARCH_DATA_DIR"]}
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=str(tmp_path))
+    async with Client(params) as client:
+        assert client.server_info.name == "autoresearch"
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        started = await client.call_tool("start_run", {"task": "hpo-covertype", "budget": 2})
+        prompt = await client.get_prompt("autoresearch", {"task": "hpo-covertype"})
+    assert {"start_run", "run_experiment", "get_run_summary"} <= names
+    assert not started.is_error and started.structured_content["run_id"].startswith("r-")
+    assert "finish_run" in prompt.messages[0].content.text
+    assert (tmp_path / "desktop.db").exists()
