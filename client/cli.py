@@ -4,8 +4,9 @@ import argparse
 import sys
 
 from autoresearch_mcp import __version__
-from autoresearch_mcp.client import run_cmd
+from autoresearch_mcp.client import compare, run_cmd
 from autoresearch_mcp.server import serve
+from autoresearch_mcp.server.dashboard import cli as dashboard_cli
 from autoresearch_mcp.server.errors import ResearchError
 
 
@@ -18,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve.configure(sub)
     run_cmd.configure(sub)
+    dashboard_cli.configure(sub)
+    compare.configure(sub)
     return parser
 
 

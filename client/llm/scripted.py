@@ -134,6 +134,8 @@ def parse_best(text: str, names: list[str]) -> dict[str, float] | None:
         found = _params_on(line, names)
         if found:
             return found
+        if re.search(r"\bdefaults\b", line):  # the summary's "Best ...: defaults" (no param changed)
+            return {}
         ref = re.search(r"(?:\bIter(?:ation)?\s*|#)(\d+)", line)
         if ref:
             pattern = re.compile(rf"\s*(?:Iter(?:ation)?\s*|#){ref.group(1)}\b")
@@ -231,8 +233,9 @@ class ScriptedLLM:
             return self._reply("DONE: no untried configuration left near the best.")
         params, why = proposal
         if stateful:
+            # The reason travels once in each mode: as the note here, as the reply text when stateless.
             call = ToolCall(id=self._id(), name="run_experiment", arguments={"params": params, "note": why})
-            return self._reply(why, [call])
+            return self._reply("", [call])
         return self._reply(f"{why}\n{json.dumps(params)}")
 
     def _code_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
