@@ -88,7 +88,11 @@ async def test_hpo_stateful_replies_with_one_run_experiment_call_and_a_reason() 
     assert response.stop_reason == "tool_use" and response.usage is None and response.model == "scripted"
     (call,) = response.tool_calls
     assert call.name == "run_experiment" and set(call.arguments) == {"params", "note"}
-    assert call.arguments["params"] == HPOParams().model_dump() and response.text == call.arguments["note"]
+    assert (
+        call.arguments["params"] == HPOParams().model_dump()
+        and call.arguments["note"]
+        and response.text == ""
+    )
     second = await llm.complete(_stateful(BEST_LINE, "run_experiment"))
     assert second.tool_calls[0].id != call.id
     with pytest.raises(LLMError, match="run_experiment"):
@@ -142,3 +146,8 @@ async def test_both_modes_propose_the_same_sequence_when_shown_the_same_results(
         assert a == b
         if i % 3 == 0:  # pretend every third proposal became the new best
             best = a
+
+
+def test_a_best_line_of_defaults_means_the_default_configuration() -> None:
+    summary = "Run r-1 hpo-covertype: running, 1/15 used\nBest macro_f1=0.6966 (#1, train.py v1): defaults"
+    assert parse_best(summary, SPACE.names) == {}
