@@ -1,0 +1,114 @@
+"""Quality anchors for hpo-covertype: random search and Optuna's TPE sampler on the same split, metric,
+sandbox and search space as the agents, so an agent's best F1 can be read against what a user would
+otherwise run.
+
+Every trial is a real experiment through the server's run logic (RunService: same sandboxed train.py,
+same scoring), recorded in a run of its own. The search space is the practitioner's prior the scripted
+backend draws from (inside HPOParams' hard bounds; learning_rate on a log scale). TPE and random search
+choose trial k from trials 1..k-1 only, so the best of the first 15 trials of a 50-trial study *is* a
+15-trial study: one 50-trial study per method and seed gives both budgets.
+
+    python benchmarks/anchors.py --data ../shared/data/covtype_20k.csv.gz --seeds 42,123,456 --trials 50
+"""
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from autoresearch_mcp.client.llm.scripted import ParamSpace
+from autoresearch_mcp.server.config import ServerSettings
+from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.tasks.hpo_covertype import HPOParams
+
+LOG_SCALE = {"learning_rate"}
+
+
+def suggest(trial: optuna.Trial, space: ParamSpace) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for name in space.names:
+        lo, hi = space.prior(name)
+        if space.kinds[name] is int:
+            params[name] = trial.suggest_int(name, int(lo), int(hi))
+        else:
+            params[name] = trial.suggest_float(name, lo, hi, log=name in LOG_SCALE)
+    return params
+
+
+def run_study(service: RunService, method: str, seed: int, trials: int) -> dict[str, Any]:
+    sampler = (
+        optuna.samplers.TPESampler(seed=seed) if method == "tpe" else optuna.samplers.RandomSampler(seed=seed)
+    )
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    run, _ = service.start_run(
+        "hpo-covertype", budget=trials, target=None, seed=seed, name=f"anchor {method} {seed}"
+    )
+    space = ParamSpace(HPOParams)
+    curve: list[float] = []
+    started = time.monotonic()
+    for _ in range(trials):
+        trial = study.ask()
+        params = suggest(trial, space)
+        exp = service.run_experiment(run.id, params, f"{method} trial {trial.number}").experiment
+        value = exp.metric if exp.status == "ok" and exp.metric is not None else 0.0
+        study.tell(trial, value)
+        curve.append(max(curve[-1], value) if curve else value)
+    return {
+        "method": method,
+        "seed": seed,
+        "run_id": run.id,
+        "best_curve": curve,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="Covertype CSV")
+    parser.add_argument("--seeds", default="42,123,456")
+    parser.add_argument("--trials", type=int, default=50)
+    parser.add_argument("--report", default="15,50", help="budgets to report (each <= --trials)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "anchors")
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    args.out.mkdir(parents=True, exist_ok=True)
+    settings = ServerSettings(db_path=args.out / "anchors.db", covtype_path=str(Path(args.data).resolve()))
+    service = RunService(Store(settings.db_path), settings)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    budgets = [int(b) for b in args.report.split(",")]
+    studies = [
+        run_study(service, method, seed, args.trials) for seed in seeds for method in ("random", "tpe")
+    ]
+    rows = []
+    for method in ("random", "tpe"):
+        for budget in budgets:
+            bests = [s["best_curve"][budget - 1] for s in studies if s["method"] == method]
+            rows.append(
+                {
+                    "method": method,
+                    "trials": budget,
+                    "seeds": seeds,
+                    "best_f1_mean": round(statistics.fmean(bests), 4),
+                    "best_f1_std": round(statistics.pstdev(bests), 4),
+                    "best_f1_per_seed": bests,
+                }
+            )
+    (args.out / "anchors.json").write_text(json.dumps({"rows": rows, "studies": studies}, indent=2))
+    lines = ["| method | trials | best macro F1 (mean ± sd over seeds) | per seed |", "|---|---|---|---|"]
+    for r in rows:
+        per_seed = ", ".join(f"{v:.4f}" for v in r["best_f1_per_seed"])
+        lines.append(
+            f"| {r['method']} | {r['trials']} | {r['best_f1_mean']:.4f} ± {r['best_f1_std']:.4f} | {per_seed} |"
+        )
+    (args.out / "anchors.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

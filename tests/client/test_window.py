@@ -1,0 +1,69 @@
+"""The stateful agent's window: bounded, made of whole turns, and aware of which code the model has seen."""
+
+from autoresearch_mcp.client.connect import ToolOutcome
+from autoresearch_mcp.client.llm.base import Message, ToolCall, ToolResult
+from autoresearch_mcp.client.stateful import Turn, known_version, result_text, select_window
+
+
+def turn(
+    name: str, *, recorded: bool = False, shows: int | None = None, made: tuple[int, int] | None = None
+) -> Turn:
+    call = ToolCall(id=f"id-{name}", name=name, arguments={})
+    return Turn(
+        assistant=Message(role="assistant", tool_calls=[call]),
+        user=Message(role="user", tool_results=[ToolResult(tool_call_id=call.id, content="ok")]),
+        recorded_experiment=recorded,
+        shows_version=shows,
+        made_version=made,
+    )
+
+
+def test_the_default_window_holds_only_the_turns_since_the_last_recorded_experiment():
+    turns = [
+        turn("run_experiment", recorded=True),
+        turn("get_experiment_history"),
+        turn("run_experiment", recorded=True),
+    ]
+    assert select_window(turns, None) == []
+    turns.append(turn("add_note"))
+    assert select_window(turns, None) == [turns[-1]]
+
+
+def test_a_window_of_n_messages_keeps_whole_turns_so_no_tool_call_loses_its_result():
+    turns = [turn(f"t{i}") for i in range(15)]
+    window = select_window(turns, 20)
+    assert window == turns[-10:]
+    for t in window:
+        assert {c.id for c in t.assistant.tool_calls} == {r.tool_call_id for r in t.user.tool_results}
+    assert select_window(turns, 5) == turns[-2:]
+    assert select_window(turns, 1) == []
+
+
+def test_the_model_knows_a_version_it_saw_or_made_from_one_it_saw():
+    assert known_version([]) is None
+    shown = turn("get_current_train_py", shows=3)
+    edited = turn("modify_train_py", made=(3, 4))
+    assert known_version([shown, edited]) == 4
+    assert known_version([edited]) is None  # it never saw v3 in this window, so it cannot know v4
+    assert known_version([shown, turn("modify_train_py", made=(5, 6))]) == 3
+
+
+def test_tool_results_reach_the_model_compactly():
+    outcome = ToolOutcome(
+        ok=True,
+        text="",
+        data={
+            "experiment": {
+                "iteration": 4,
+                "status": "crash",
+                "metric": None,
+                "error_tail": "timeout\nlong tail",
+            },
+            "best": {"metric": 0.7712, "iteration": 2},
+            "is_new_best": False,
+            "budget_left": 11,
+        },
+    )
+    assert result_text("run_experiment", outcome) == "#4 crash: timeout; best 0.7712 (#2); budget left 11"
+    refused = ToolOutcome(ok=False, text="invalid params for toy: unknown parameter 'z'", data=None)
+    assert result_text("run_experiment", refused) == refused.text
