@@ -1,0 +1,90 @@
+"""hpo-covertype: the paper's protocol, real XGBoost in the sandbox, scored by the server."""
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.tasks.covertype_data import prepare_split
+
+
+def service_for(settings) -> RunService:
+    return RunService(Store(settings.db_path), settings)
+
+
+def test_the_split_is_the_papers_stratified_80_20_of_the_csv(covtype_csv):
+    split = prepare_split(str(covtype_csv))
+    assert (split.n_train, split.n_test) == (16_000, 4_000)
+    counts = np.bincount(split.y_test, minlength=7)
+    per_class = np.array([7292, 9752, 1231, 94, 327, 598, 706])  # the CSV's class counts (PROVENANCE.md)
+    assert np.abs(counts - per_class * 0.2).max() <= 1  # stratified: 20% of every class
+    with np.load(split.features_path) as arrays:
+        assert sorted(arrays.files) == ["X_test", "X_train", "y_train"]  # no test labels for train.py
+
+
+def test_more_rows_than_20000_are_subsampled_stratified_with_seed_42(tmp_path, covtype_csv):
+    frame = pd.read_csv(covtype_csv)
+    bigger = pd.concat([frame, frame.sample(5_000, random_state=0)], ignore_index=True)
+    path = tmp_path / "bigger.csv.gz"
+    with gzip.open(path, "wt") as handle:
+        bigger.to_csv(handle, index=False)
+    split = prepare_split(str(path))
+    assert split.n_train + split.n_test == 20_000
+    assert split.n_test == 4_000
+
+
+def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics(settings):
+    service = service_for(settings)
+    run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name="smoke")
+    result = service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 3}, "tiny")
+    exp = result.experiment
+    assert exp.status == "ok", exp.error_tail
+    assert set(exp.metrics) >= {"macro_f1", "precision", "recall", "accuracy", "train_seconds"}
+    assert 0.3 < exp.metrics["macro_f1"] < 0.95 and exp.metric == exp.metrics["macro_f1"]
+    assert exp.params["learning_rate"] == 0.3  # defaults filled in: the stored record is complete
+    assert result.is_new_best and result.budget_left == 2
+
+
+def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_score(settings):
+    service = service_for(settings)
+    run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    current = service.current_artifact(run.id).source
+    lazy = current.replace(
+        "    harness.evaluate(model.predict(data.X_test))\n",
+        "    if False:\n        harness.evaluate(model.predict(data.X_test))\n",
+    )
+    service.modify_artifact(run.id, "skip scoring", lazy, None)
+    exp = service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 2}, None).experiment
+    assert exp.status == "crash" and "without calling harness.evaluate" in (exp.error_tail or "")
+
+
+def test_missing_data_gives_one_error_naming_the_download_and_the_csv(settings, monkeypatch, tmp_path):
+    import sklearn.datasets
+
+    def offline(*args, **kwargs):
+        raise OSError("<urlopen error [Errno -2] Name or service not known>")
+
+    monkeypatch.setattr(sklearn.datasets, "fetch_covtype", offline)
+    service = service_for(settings.model_copy(update={"covtype_path": None}))
+    with pytest.raises(ResearchError) as error:
+        service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    message = str(error.value)
+    assert "fetch_covtype" in message and "--data PATH" in message and "AUTORESEARCH_COVTYPE" in message
+    assert service.store.list_runs() == []
+
+    service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "nope.csv")}))
+    with pytest.raises(ResearchError, match="no file at .*nope.csv"):
+        service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+
+
+def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    service = service_for(settings.model_copy(update={"covtype_path": str(bad)}))
+    with pytest.raises(ResearchError, match="expected 54 features \\+ Cover_Type"):
+        service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
