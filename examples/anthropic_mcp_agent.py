@@ -1,0 +1,115 @@
+"""Claude drives the autoresearch-mcp server through the Anthropic SDK's own MCP helpers.
+
+The script spawns `autoresearch-mcp serve` over stdio with `mcp.Client`, turns every server tool into a
+runnable tool with `anthropic.lib.tools.mcp.async_mcp_tool`, takes its instructions from the server's
+`autoresearch` prompt, starts a run, and lets `llm.beta.messages.tool_runner` loop until the model stops
+calling tools (or --max-turns). The script keeps no state: experiments, the best result and notes live
+in the server's SQLite file.
+
+Run it for real (needs ANTHROPIC_API_KEY; --data is the Covertype CSV for offline use):
+
+    python examples/anthropic_mcp_agent.py --task hpo-covertype --budget 10 \\
+        --db runs.db --data ../shared/data/covtype_20k.csv.gz
+
+`--base-url` (or ANTHROPIC_BASE_URL) points it at any Messages-API endpoint, such as a proxy or a fake.
+Every request resends the whole conversation and all tool definitions (`thread=False`), so this is the
+plain, stateless-host way of using the server; `autoresearch-mcp run` is the token-frugal agent.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import anthropic
+from anthropic.lib.tools.mcp import async_mcp_tool, mcp_message
+from anthropic.types.beta import BetaMessageParam
+from mcp import Client, StdioServerParameters
+
+
+def server_params(db: Path | None, data: str | None) -> StdioServerParameters:
+    """`autoresearch-mcp serve`, run by this interpreter so the command need not be on PATH."""
+    args = ["-m", "autoresearch_mcp.client.cli", "serve"]
+    if db is not None:
+        args += ["--db", str(db.expanduser().resolve())]
+    if data is not None:
+        args += ["--data", str(Path(data).expanduser().resolve())]
+    # The SDK hands the child only an allow-list of variables; pass the server's own settings (and the
+    # PYTHONPATH a task plugin may need) through.
+    env = {k: v for k, v in os.environ.items() if k.startswith("AUTORESEARCH_") or k == "PYTHONPATH"}
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+async def research(args: argparse.Namespace) -> str:
+    """Start a run, let the model work on it, return its final summary as the server tells it."""
+    async with Client(server_params(args.db, args.data), read_timeout_seconds=3600) as mcp:
+        # The script starts the run and names it to the model: under Client's default protocol the server
+        # cannot tie a run to this session, and "the latest running run" is ambiguous on a shared server.
+        started = await mcp.call_tool("start_run", {"task": args.task, "budget": args.budget})
+        if started.is_error or started.structured_content is None:
+            raise SystemExit(f"start_run failed: {started.content}")
+        run_id = started.structured_content["run_id"]
+        prompt = await mcp.get_prompt("autoresearch", {"task": args.task})
+        kickoff: BetaMessageParam = {
+            "role": "user",
+            "content": [
+                *mcp_message(prompt.messages[0])["content"],
+                {
+                    "type": "text",
+                    "text": f"Your run is {run_id} (pass run_id={run_id!r} to every tool). Begin.",
+                },
+            ],
+        }
+        # The helper is typed for a ClientSession; it only calls call_tool(name=, arguments=), as Client does.
+        tools = [async_mcp_tool(tool, mcp) for tool in (await mcp.list_tools()).tools]  # type: ignore[arg-type]
+
+        async with anthropic.AsyncAnthropic(base_url=args.base_url) as llm:
+            # thread=False: resend history and tools each turn instead of the server-side threads beta.
+            runner = llm.beta.messages.tool_runner(
+                model=args.model,
+                max_tokens=args.max_tokens,
+                max_iterations=args.max_turns,
+                thread=False,
+                tools=tools,
+                messages=[kickoff],
+            )
+            async for message in runner:
+                for block in message.content:
+                    if block.type == "text" and block.text.strip():
+                        print(f"[{args.model}] {block.text.strip()}")
+                    elif block.type == "tool_use":
+                        print(f"  -> {block.name} {json.dumps(block.input)}")
+
+        final = await mcp.call_tool("get_run_summary", {"run_id": run_id})
+        return str((final.structured_content or {}).get("summary", final.content))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--task", default="hpo-covertype", help="hpo-covertype or codeopt-records")
+    parser.add_argument("--budget", type=int, default=10, help="experiments the model may run")
+    parser.add_argument("--model", default="claude-haiku-4-5")
+    parser.add_argument("--max-tokens", type=int, default=1024, help="max output tokens per model turn")
+    parser.add_argument("--max-turns", type=int, default=60, help="stop the loop after this many turns")
+    parser.add_argument(
+        "--base-url",
+        default=os.environ.get("ANTHROPIC_BASE_URL"),
+        help="Messages API endpoint (default: $ANTHROPIC_BASE_URL, else Anthropic's)",
+    )
+    parser.add_argument("--db", type=Path, help="the server's SQLite file (default: its data directory)")
+    parser.add_argument("--data", help="Covertype CSV for offline use (hpo-covertype)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    print(asyncio.run(research(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The OpenAI Agents SDK drives the autoresearch-mcp server through its built-in MCP support.
+
+`agents.mcp.MCPServerStdio` spawns `autoresearch-mcp serve` over stdio (openai-agents 0.24 speaks mcp 2.x
+through `mcp.Client`) and hands every server tool to the agent. The agent's instructions are the server's
+`autoresearch` prompt; the script starts a run and `Runner.run` loops until the model answers without a
+tool call (or --max-turns). The model is reached through the chat-completions API, so any
+OpenAI-compatible endpoint works: OpenAI, vLLM, llama.cpp, Ollama.
+
+Run it for real (needs `pip install openai-agents`; --data is the Covertype CSV for offline use):
+
+    OPENAI_API_KEY=... python examples/openai_agents_agent.py --task hpo-covertype --budget 10 \\
+        --db runs.db --data ../shared/data/covtype_20k.csv.gz
+    # a local model: --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder (any key works)
+"""
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents import (
+    Agent,
+    MaxTurnsExceeded,
+    RunContextWrapper,
+    RunHooks,
+    Runner,
+    Tool,
+    set_tracing_disabled,
+)
+from agents.mcp import MCPServerStdio, MCPServerStdioParams
+from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
+from agents.tool_context import ToolContext
+from mcp.types import TextContent
+from openai import AsyncOpenAI
+
+
+def server_params(db: Path | None, data: str | None) -> MCPServerStdioParams:
+    """`autoresearch-mcp serve`, run by this interpreter so the command need not be on PATH."""
+    args = ["-m", "autoresearch_mcp.client.cli", "serve"]
+    if db is not None:
+        args += ["--db", str(db.expanduser().resolve())]
+    if data is not None:
+        args += ["--data", str(Path(data).expanduser().resolve())]
+    # The stdio child gets only an allow-list of variables; pass the server's own settings (and the
+    # PYTHONPATH a task plugin may need) through.
+    env = {k: v for k, v in os.environ.items() if k.startswith("AUTORESEARCH_") or k == "PYTHONPATH"}
+    return {"command": sys.executable, "args": args, "env": env}
+
+
+class PrintTools(RunHooks[Any]):
+    """Show each tool call as it happens."""
+
+    async def on_tool_start(self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool) -> None:
+        arguments = context.tool_arguments if isinstance(context, ToolContext) else ""
+        print(f"  -> {tool.name} {arguments}")
+
+
+async def research(args: argparse.Namespace) -> str:
+    """Start a run, let the agent work on it, return its final summary as the server tells it."""
+    # A finished experiment can take minutes; the SDK's default MCP read timeout is 5 s.
+    async with (
+        MCPServerStdio(
+            server_params(args.db, args.data),
+            name="autoresearch",
+            cache_tools_list=True,  # the tool set never changes; skip a tools/list per turn
+            client_session_timeout_seconds=3600,
+        ) as server,
+        AsyncOpenAI(base_url=args.base_url, max_retries=2) as openai_client,
+    ):
+        # The script starts the run and names it to the model (see anthropic_mcp_agent.py for why).
+        started = await server.call_tool("start_run", {"task": args.task, "budget": args.budget})
+        if started.is_error or started.structured_content is None:
+            raise SystemExit(f"start_run failed: {started.content}")
+        run_id = started.structured_content["run_id"]
+        instructions = (await server.get_prompt("autoresearch", {"task": args.task})).messages[0].content
+        if not isinstance(instructions, TextContent):
+            raise SystemExit(f"the autoresearch prompt is not text: {instructions.type}")
+        agent = Agent(
+            name="researcher",
+            instructions=instructions.text,
+            mcp_servers=[server],
+            model=OpenAIChatCompletionsModel(model=args.model, openai_client=openai_client),
+        )
+        try:
+            result = await Runner.run(
+                agent,
+                f"Your run is {run_id} (pass run_id={run_id!r} to every tool). Begin.",
+                max_turns=args.max_turns,
+                hooks=PrintTools(),
+            )
+            print(f"[{args.model}] {result.final_output}")
+        except MaxTurnsExceeded:
+            print(f"stopped after --max-turns {args.max_turns}; the run stays resumable on the server")
+        final = await server.call_tool("get_run_summary", {"run_id": run_id})
+        return str((final.structured_content or {}).get("summary", final.content))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--task", default="hpo-covertype", help="hpo-covertype or codeopt-records")
+    parser.add_argument("--budget", type=int, default=10, help="experiments the model may run")
+    parser.add_argument("--model", default="gpt-5.4-mini")
+    parser.add_argument("--max-turns", type=int, default=60, help="stop the loop after this many turns")
+    parser.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL"),
+        help="chat-completions endpoint ending in /v1 (default: $OPENAI_BASE_URL, else OpenAI's)",
+    )
+    parser.add_argument("--db", type=Path, help="the server's SQLite file (default: its data directory)")
+    parser.add_argument("--data", help="Covertype CSV for offline use (hpo-covertype)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # Tracing uploads every run to OpenAI's dashboard; off, so the example works with any endpoint.
+    set_tracing_disabled(True)
+    print(asyncio.run(research(args)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

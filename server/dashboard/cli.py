@@ -1,0 +1,86 @@
+"""`autoresearch-mcp dashboard` (serve the live page) and `autoresearch-mcp report` (write one HTML file)."""
+
+import argparse
+import ipaddress
+import os
+import sys
+from pathlib import Path
+
+from autoresearch_mcp.server.config import ENV_DB, ENV_TOKEN, default_db_path, transcripts_dir
+from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.store import Store
+
+DEFAULT_PORT = 8770
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def open_store(db: Path | None) -> Store:
+    """The existing database: the dashboard reads runs, it never starts an empty one by mistake."""
+    path = db or default_db_path()
+    if not path.is_file():
+        raise ResearchError(f"no database at {path}; pass --db PATH or set ${ENV_DB}")
+    return Store(path)
+
+
+def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    dash = sub.add_parser("dashboard", help="serve a live dashboard of the runs in the browser")
+    dash.add_argument("--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)")
+    dash.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    dash.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    dash.add_argument(
+        "--token",
+        default=os.environ.get(ENV_TOKEN),
+        help=f"ask for this token before showing anything (default ${ENV_TOKEN}); required off loopback",
+    )
+    dash.set_defaults(func=run_dashboard)
+
+    report = sub.add_parser("report", help="write one self-contained HTML report of a run")
+    report.add_argument("run_id", nargs="?", default="latest", help="a run id, or 'latest' (default)")
+    report.add_argument(
+        "--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)"
+    )
+    report.add_argument("--out", type=Path, help="the HTML file to write (default: <run_id>.html)")
+    report.set_defaults(func=run_report)
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from autoresearch_mcp.server.dashboard.app import dashboard_app
+
+    loopback = is_loopback(args.host)
+    if not loopback and not args.token:
+        raise ResearchError(f"binding {args.host} exposes your runs: set --token or ${ENV_TOKEN}")
+    store = open_store(args.db)
+    # On loopback, only loopback Host headers: a DNS-rebinding page cannot read the runs.
+    hosts = ["127.0.0.1", "localhost", "[::1]", args.host] if loopback else None
+    app = dashboard_app(store, args.token or None, allowed_hosts=hosts)
+    print(f"dashboard: http://{args.host}:{args.port}/  ({store.path})", file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from autoresearch_mcp.server.dashboard.render import render_report
+
+    store = open_store(args.db)
+    run_id = args.run_id
+    if run_id == "latest":
+        runs = store.list_runs()
+        if not runs:
+            raise ResearchError(f"{store.path} has no runs yet")
+        run_id = runs[0].id
+    html = render_report(store, run_id, transcripts_dir())
+    out: Path = args.out or Path(f"{run_id}.html")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html, encoding="utf-8")
+    print(f"report for {run_id}: {out}", file=sys.stderr)
+    return 0

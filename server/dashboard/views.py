@@ -1,0 +1,211 @@
+"""What the dashboard and the report show, read from the store and the client transcripts. Reads only."""
+
+import difflib
+import glob
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from autoresearch_mcp.client.meter import TokenTotals, load_transcript, totals_by_iteration
+from autoresearch_mcp.server.models import Experiment, ExperimentStatus, Note, Run, RunStatus
+from autoresearch_mcp.server.store import Store
+
+
+class RunRow(BaseModel):
+    id: str
+    name: str | None
+    task: str
+    status: RunStatus
+    metric_name: str
+    direction: Literal["max", "min"]
+    best_metric: float | None
+    best_iteration: int | None
+    used: int
+    budget: int
+    created_at: str
+    stamp: str = Field(
+        description="changes whenever anything the run's page shows changes: the page polls it"
+    )
+
+
+class CurvePoint(BaseModel):
+    iteration: int
+    status: ExperimentStatus
+    metric: float | None
+    kept: bool
+    best: float | None = Field(description="the best metric over this and every earlier experiment")
+
+
+class VersionInfo(BaseModel):
+    version: int
+    description: str
+    sha256: str
+    parent_version: int | None
+    created_at: str
+    lines: int
+
+
+class TokenRow(BaseModel):
+    iteration: int
+    totals: TokenTotals
+
+
+class TokenUse(BaseModel):
+    """One client transcript of the run (`<run_id>-<mode>.jsonl`), summed per iteration."""
+
+    mode: str
+    file: str
+    per_iteration: list[TokenRow]
+    total: TokenTotals
+
+
+class RunDetail(BaseModel):
+    run: Run
+    stamp: str
+    experiments: list[Experiment]
+    curve: list[CurvePoint]
+    versions: list[VersionInfo]
+    notes: list[Note]
+    tokens: list[TokenUse]
+
+
+class DiffLine(BaseModel):
+    kind: Literal["file", "hunk", "add", "del", "ctx"]
+    text: str
+
+
+class VersionDiff(BaseModel):
+    run_id: str
+    a: int
+    b: int
+    added: int
+    removed: int
+    lines: list[DiffLine]
+    unified: str
+
+
+def transcript_paths(transcripts: Path, run_id: str) -> list[Path]:
+    return sorted(transcripts.glob(f"{glob.escape(run_id)}-*.jsonl"))
+
+
+def _stamp(store: Store, run: Run, transcripts: Path) -> str:
+    # Cheap reads only (counts, the last note id, the latest version number, file sizes): it is polled.
+    counts = store.status_counts(run.id)
+    finished = sum(n for status, n in counts.items() if status != "running")
+    last_note = store.notes(run.id, last=1)
+    latest = store.get_artifact(run.id).version
+    size = sum(p.stat().st_size for p in transcript_paths(transcripts, run.id))
+    note_id = last_note[0].id if last_note else 0
+    return f"{run.status}|{run.used}|{finished}|{note_id}|{latest}|{size}"
+
+
+def run_rows(store: Store, transcripts: Path) -> list[RunRow]:
+    return [
+        RunRow(
+            id=run.id,
+            name=run.name,
+            task=run.task,
+            status=run.status,
+            metric_name=run.metric_name,
+            direction=run.direction,
+            best_metric=run.best.metric if run.best else None,
+            best_iteration=run.best.iteration if run.best else None,
+            used=run.used,
+            budget=run.budget,
+            created_at=run.created_at,
+            stamp=_stamp(store, run, transcripts),
+        )
+        for run in store.list_runs()
+    ]
+
+
+def best_so_far(experiments: list[Experiment], direction: Literal["max", "min"]) -> list[CurvePoint]:
+    points, best = [], None
+    for exp in experiments:
+        if exp.status == "ok" and exp.metric is not None:
+            better = best is None or (exp.metric > best if direction == "max" else exp.metric < best)
+            best = exp.metric if better else best
+        points.append(
+            CurvePoint(
+                iteration=exp.iteration, status=exp.status, metric=exp.metric, kept=exp.kept, best=best
+            )
+        )
+    return points
+
+
+def token_use(transcripts: Path, run_id: str) -> list[TokenUse]:
+    uses = []
+    for path in transcript_paths(transcripts, run_id):
+        # A transcript written with --transcript may hold other runs too: keep this run's calls.
+        records = [r for r in load_transcript(path) if r.get("run_id") == run_id]
+        if not records:
+            continue
+        per_iteration = [TokenRow(iteration=i, totals=t) for i, t in totals_by_iteration(records).items()]
+        total = TokenTotals()
+        for record in records:
+            total.add(record)
+        mode = path.stem.removeprefix(f"{run_id}-")
+        uses.append(TokenUse(mode=mode, file=path.name, per_iteration=per_iteration, total=total))
+    return uses
+
+
+def run_detail(store: Store, run_id: str, transcripts: Path) -> RunDetail:
+    run = store.get_run(run_id)
+    experiments, _ = store.experiments(run_id)
+    versions = [
+        VersionInfo(
+            version=v.version,
+            description=v.description,
+            sha256=v.sha256,
+            parent_version=v.parent_version,
+            created_at=v.created_at,
+            lines=len(v.source.splitlines()),
+        )
+        for v in store.artifact_versions(run_id)
+    ]
+    return RunDetail(
+        run=run,
+        stamp=_stamp(store, run, transcripts),
+        experiments=experiments,
+        curve=best_so_far(experiments, run.direction),
+        versions=versions,
+        notes=store.notes(run_id),
+        tokens=token_use(transcripts, run_id),
+    )
+
+
+def version_diff(store: Store, run_id: str, a: int, b: int) -> VersionDiff:
+    """train.py version a -> version b as a unified diff, each line classified for rendering."""
+    old, new = store.get_artifact(run_id, a), store.get_artifact(run_id, b)
+    unified = list(
+        difflib.unified_diff(
+            old.source.splitlines(),
+            new.source.splitlines(),
+            fromfile=f"train.py v{a}",
+            tofile=f"train.py v{b}",
+            lineterm="",
+        )
+    )
+    lines = []
+    for text in unified:
+        if text.startswith(("---", "+++")) and len(lines) < 2:
+            kind = "file"
+        elif text.startswith("@@"):
+            kind = "hunk"
+        elif text.startswith("+"):
+            kind = "add"
+        elif text.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        lines.append(DiffLine(kind=kind, text=text))
+    return VersionDiff(
+        run_id=run_id,
+        a=a,
+        b=b,
+        added=sum(line.kind == "add" for line in lines),
+        removed=sum(line.kind == "del" for line in lines),
+        lines=lines,
+        unified="\n".join(unified),
+    )

@@ -1,0 +1,164 @@
+"""The examples in examples/, each driven end to end: the real stdio server on the toy task, the real LLM
+SDK, and a fake model endpoint that plays a short research session. What counts is what landed in the
+server's SQLite file."""
+
+import importlib.util
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, TESTS_DIR
+
+EXAMPLES = ROOT / "examples"
+RUN_ID = re.compile(r"r-[0-9a-f]{10}")
+
+# What the fake model does, one tool call per turn, then a closing answer. The out-of-range x is
+# refused by the server without cost, so two experiments land, not three.
+SESSION: list[tuple[str, dict[str, Any]]] = [
+    ("get_run_summary", {}),
+    ("run_experiment", {"params": {"x": 50.0}, "note": "out of range"}),
+    ("run_experiment", {"params": {"x": 1.0, "y": 0.0}, "note": "a first probe"}),
+    ("run_experiment", {"params": {"x": 0.3, "y": -0.2}, "note": "the optimum"}),
+    ("finish_run", {"reason": "reached the optimum"}),
+]
+FINAL_TEXT = "Finished: best score 0 at x=0.3, y=-0.2."
+
+
+def load(name: str, path: Path) -> ModuleType:
+    """Import a file by path (examples/ is not a package; fakes sits beside other tests)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# Loaded at collection, not inside a test: mcp.client.stdio binds sys.stderr when first imported, and a
+# test's capture stream is closed once that test ends.
+fakes = load("fakes", TESTS_DIR / "client" / "fakes.py")
+anthropic_example = load("anthropic_mcp_agent_example", EXAMPLES / "anthropic_mcp_agent.py")
+openai_agents_example = load("openai_agents_agent_example", EXAMPLES / "openai_agents_agent.py")
+
+
+def scripted_model(reply: Callable[[str | None, tuple[str, dict[str, Any]] | None], dict[str, Any]]) -> Any:
+    """A fake-endpoint handler that plays SESSION. The turn is the number of assistant messages already
+    in the request (each request resends the history); the run id is read from the conversation, as a
+    model would, and passed on every call."""
+
+    def handler(body: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        found = RUN_ID.search(json.dumps(body["messages"]))
+        run_id = found.group(0) if found else None
+        if turn >= len(SESSION):
+            return reply(FINAL_TEXT, None)
+        name, args = SESSION[turn]
+        return reply(None, (name, {**args, "run_id": run_id}))
+
+    return handler
+
+
+def anthropic_reply(text: str | None, call: tuple[str, dict[str, Any]] | None) -> dict[str, Any]:
+    return fakes.anthropic_message(text or "", [call] if call else None)
+
+
+def openai_reply(text: str | None, call: tuple[str, dict[str, Any]] | None) -> dict[str, Any]:
+    return fakes.chat_completion(text, [call] if call else None)
+
+
+@pytest.fixture
+def toy_server_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the spawned server inherits: the toy task plugin and quiet logs (the data dir is per test)."""
+    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
+    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    for name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def recorded(db: Path) -> tuple[list[tuple[str, str, str | None]], list[tuple[int, str, dict[str, Any]]]]:
+    """(runs as (task, status, finish_reason), experiments as (iteration, status, params))."""
+    conn = sqlite3.connect(db)
+    try:
+        runs = conn.execute("SELECT task, status, finish_reason FROM runs").fetchall()
+        rows = conn.execute("SELECT iteration, status, params_json FROM experiments ORDER BY iteration")
+        experiments = [(i, s, json.loads(p)) for i, s, p in rows.fetchall()]
+    finally:
+        conn.close()
+    return runs, experiments
+
+
+EXPECTED_EXPERIMENTS = [
+    (1, "ok", {"x": 1.0, "y": 0.0, "sleep": 0.0}),
+    (2, "ok", {"x": 0.3, "y": -0.2, "sleep": 0.0}),
+]
+TOY_ARGS = ["--task", "toy-quadratic", "--budget", "3"]
+
+
+def test_the_anthropic_example_runs_a_research_session_through_the_sdk_mcp_helpers(
+    tmp_path: Path, toy_server_env: None, capfd: pytest.CaptureFixture[str]
+):
+    db = tmp_path / "runs.db"
+
+    with fakes.FakeAnthropicServer(handler=scripted_model(anthropic_reply)) as fake:
+        assert anthropic_example.main([*TOY_ARGS, "--db", str(db), "--base-url", fake.base_url]) == 0
+
+    assert recorded(db) == ([("toy-quadratic", "stopped", "reached the optimum")], EXPECTED_EXPERIMENTS)
+    bodies = fake.bodies("/v1/messages")
+    assert len(bodies) == len(SESSION) + 1
+    first = json.dumps(bodies[0]["messages"][0])
+    assert 'autonomous research loop on the task \\"toy-quadratic\\"' in first  # the server's prompt
+    assert RUN_ID.search(first)  # the model is told which run is its own
+    for body in bodies:  # thread=False: full history and every tool on each turn, no threads beta
+        assert "thread" not in body and "run_experiment" in {t["name"] for t in body["tools"]}
+    assert all("message-threads" not in r.headers.get("anthropic-beta", "") for r in fake.requests)
+    refusal = bodies[2]["messages"][-1]["content"][0]
+    assert refusal["type"] == "tool_result" and refusal["is_error"] is True
+    assert "less than or equal to 10" in json.dumps(refusal["content"])  # the range, for the model
+    out = capfd.readouterr().out
+    assert FINAL_TEXT in out and "stopped, 2/3 used" in out
+
+
+def test_the_openai_agents_example_runs_a_research_session_through_its_builtin_mcp_support(
+    tmp_path: Path, toy_server_env: None, capfd: pytest.CaptureFixture[str]
+):
+    db = tmp_path / "runs.db"
+
+    with fakes.FakeOpenAIServer(handler=scripted_model(openai_reply)) as fake:
+        argv = [*TOY_ARGS, "--db", str(db), "--base-url", fake.base_url, "--model", "qwen2.5-coder"]
+        assert openai_agents_example.main(argv) == 0
+
+    assert recorded(db) == ([("toy-quadratic", "stopped", "reached the optimum")], EXPECTED_EXPERIMENTS)
+    bodies = fake.bodies("/chat/completions")
+    assert len(bodies) == len(SESSION) + 1
+    system = bodies[0]["messages"][0]
+    assert system["role"] == "system" and 'research loop on the task "toy-quadratic"' in system["content"]
+    assert RUN_ID.search(bodies[0]["messages"][1]["content"])  # the model is told which run is its own
+    tools = {t["function"]["name"] for t in bodies[0]["tools"]}
+    assert {"start_run", "run_experiment", "finish_run"} <= tools
+    refusal = bodies[2]["messages"][-1]
+    assert refusal["role"] == "tool" and "less than or equal to 10" in json.dumps(refusal["content"])
+    out = capfd.readouterr().out
+    assert FINAL_TEXT in out and "stopped, 2/3 used" in out
+
+
+@pytest.mark.parametrize("script", ["anthropic_mcp_agent.py", "openai_agents_agent.py"])
+def test_each_example_runs_as_a_script_and_says_how_to_run_it_for_real(script: str):
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / script), "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Run it for real" in done.stdout and "--base-url" in done.stdout and "--db" in done.stdout
+    assert len((EXAMPLES / script).read_text().splitlines()) < 150

@@ -1,0 +1,203 @@
+"""The dashboard's routes, its token cookie, and the report file, against a realistic run in a real SQLite file."""
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+from dashboard_data import make_run, record
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.testclient import TestClient
+
+from autoresearch_mcp.client.cli import main
+from autoresearch_mcp.client.meter import load_transcript, totals_by_iteration
+from autoresearch_mcp.server.dashboard import dashboard_app, render_report
+from autoresearch_mcp.server.dashboard.app import COOKIE
+from autoresearch_mcp.server.dashboard.views import best_so_far, run_detail
+from autoresearch_mcp.server.store import Store
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> tuple[Store, Path, str]:
+    return make_run(tmp_path)
+
+
+def client_for(run: tuple[Store, Path, str], token: str | None = None) -> TestClient:
+    store, transcripts, _ = run
+    return TestClient(dashboard_app(store, token, transcripts=transcripts), follow_redirects=False)
+
+
+def test_the_run_list_route_gives_task_status_best_metric_and_budget_used(run):
+    _, _, run_id = run
+    runs = client_for(run).get("/api/runs").json()["runs"]
+    assert [r["id"] for r in runs] == [run_id]
+    row = runs[0]
+    assert (row["task"], row["status"], row["used"], row["budget"]) == ("hpo-covertype", "running", 20, 30)
+    assert row["metric_name"] == "macro_f1"
+    experiments, _ = run[0].experiments(run_id)
+    assert row["best_metric"] == max(e.metric for e in experiments if e.metric is not None)
+
+
+def test_the_run_route_gives_experiments_best_so_far_versions_notes_and_tokens_per_iteration(run):
+    _, transcripts, run_id = run
+    detail = client_for(run).get(f"/api/runs/{run_id}").json()
+    assert [e["iteration"] for e in detail["experiments"]] == list(range(1, 21))
+    assert [e["status"] for e in detail["experiments"] if e["status"] != "ok"] == [
+        "crash",
+        "crash",
+        "timeout",
+    ]
+    bests = [p["best"] for p in detail["curve"]]
+    assert bests == sorted(bests)  # best so far never gets worse on a max metric
+    assert bests[-1] == detail["run"]["best"]["metric"]
+    assert [v["version"] for v in detail["versions"]] == [1, 2, 3]
+    assert [n["kind"] for n in detail["notes"]] == ["strategy", "failed", "strategy"]
+    [use] = detail["tokens"]
+    expected = totals_by_iteration(load_transcript(transcripts / f"{run_id}-stateful.jsonl"))
+    assert use["mode"] == "stateful"
+    assert [row["totals"]["context"] for row in use["per_iteration"]] == [
+        t.context for t in expected.values()
+    ]
+    assert use["total"]["calls"] == 20
+
+
+def test_an_unknown_run_is_a_404_with_the_reason(run):
+    response = client_for(run).get("/api/runs/r-nope")
+    assert response.status_code == 404
+    assert "unknown run" in response.json()["error"]
+
+
+def test_the_diff_route_shows_what_changed_between_two_versions(run):
+    _, _, run_id = run
+    client = client_for(run)
+    diff = client.get(f"/api/runs/{run_id}/diff", params={"a": 1, "b": 3}).json()
+    assert (diff["added"], diff["removed"]) == (4, 3)
+    added = [line["text"] for line in diff["lines"] if line["kind"] == "add"]
+    assert "+    model.fit(X_train, y_train, sample_weight=weights)" in added
+    assert diff["unified"].startswith("--- train.py v1\n+++ train.py v3")
+    html = client.get(f"/fragments/runs/{run_id}/diff", params={"a": 1, "b": 3}).text
+    assert '<span class="add">+    weights = balanced_weights(y_train)</span>' in html
+
+
+def test_a_diff_needs_two_existing_versions(run):
+    _, _, run_id = run
+    client = client_for(run)
+    assert client.get(f"/api/runs/{run_id}/diff", params={"a": "x", "b": 2}).status_code == 400
+    missing = client.get(f"/api/runs/{run_id}/diff", params={"a": 1, "b": 9})
+    assert missing.status_code == 404
+    assert "versions are 1..3" in missing.json()["error"]
+
+
+def test_the_run_fragment_holds_the_chart_the_experiment_table_and_the_token_table(run):
+    _, _, run_id = run
+    html = client_for(run).get(f"/fragments/runs/{run_id}").text
+    assert html.count('<tr class="exp') == 20
+    assert '<div class="chart" id="metric-chart"><svg' in html
+    assert '<div class="chart" id="tokens-chart"><svg' in html
+    assert "Depth above 11 crashes" in html
+
+
+def test_the_stamp_the_page_polls_changes_when_an_experiment_is_recorded(run):
+    store, _, run_id = run
+    client = client_for(run)
+    before = client.get("/api/runs").json()["runs"][0]["stamp"]
+    record(store, run_id, 21, random.Random(1), 3)
+    assert client.get("/api/runs").json()["runs"][0]["stamp"] != before
+
+
+def test_without_a_token_configured_the_page_needs_no_login(run):
+    response = client_for(run).get("/")
+    assert response.status_code == 200
+    assert 'data-base="/"' in response.text
+
+
+def test_with_a_token_every_data_route_answers_401_until_the_login_sets_a_strict_httponly_cookie(run):
+    _, _, run_id = run
+    client = client_for(run, TOKEN)
+    for path in ("/api/runs", f"/api/runs/{run_id}", f"/fragments/runs/{run_id}", "/fragments/runs"):
+        assert client.get(path).status_code == 401
+    page = client.get("/")
+    assert page.status_code == 401
+    assert 'name="token"' in page.text
+    wrong = client.post("/login", data={"token": "guess"})
+    assert wrong.status_code == 401
+    assert "set-cookie" not in wrong.headers
+    login = client.post("/login", data={"token": TOKEN})
+    assert login.status_code == 303
+    assert login.headers["location"] == "/"
+    cookie = login.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}=")
+    assert TOKEN not in cookie  # a digest, not the token itself
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/;" in cookie
+    assert client.get("/api/runs").status_code == 200
+    assert client.get("/").status_code == 200
+
+
+def test_with_a_token_a_bearer_header_also_opens_the_data_routes(run):
+    client = client_for(run, TOKEN)
+    assert client.get("/api/runs", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert client.get("/api/runs", headers={"Authorization": "Bearer nope"}).status_code == 401
+
+
+def test_mounted_at_dashboard_its_links_and_cookie_live_under_the_mount(run):
+    store, transcripts, _ = run
+    outer = Starlette(routes=[Mount("/dashboard", app=dashboard_app(store, TOKEN, transcripts=transcripts))])
+    client = TestClient(outer, follow_redirects=False)
+    assert 'action="/dashboard/login"' in client.get("/dashboard/").text
+    login = client.post("/dashboard/login", data={"token": TOKEN})
+    assert login.headers["location"] == "/dashboard/"
+    assert "Path=/dashboard/;" in login.headers["set-cookie"]
+    assert 'data-base="/dashboard/"' in client.get("/dashboard/").text
+    assert client.get("/dashboard/api/runs").status_code == 200
+
+
+def test_with_allowed_hosts_a_request_for_another_host_name_is_refused(run):
+    store, transcripts, _ = run
+    app = dashboard_app(store, None, transcripts=transcripts, allowed_hosts=["127.0.0.1", "localhost"])
+    client = TestClient(app, base_url="http://127.0.0.1:8770")
+    assert client.get("/api/runs").status_code == 200
+    assert client.get("/api/runs", headers={"host": "attacker.example"}).status_code == 400
+
+
+def test_the_report_is_one_file_with_no_outside_references(run):
+    store, transcripts, run_id = run
+    html = render_report(store, run_id, transcripts)
+    refs = re.findall(r"""\b(?:src|href|action)\s*=\s*["']?([^"'\s>]+)""", html, flags=re.I)
+    assert refs  # the SVG's internal references, at least
+    assert all(ref.startswith("#") for ref in refs), [r for r in refs if not r.startswith("#")]
+    assert "<script" not in html
+    assert "<link" not in html
+    assert "@import" not in html
+    assert not re.search(r"url\((?!#)", html)  # only the SVG's own clip paths
+    assert html.count('<tr class="exp') == 20
+    assert html.count("<svg") == 2
+    # A static file cannot diff on demand: each version against its parent, and v1 against the latest.
+    assert re.findall(r"train.py v(\d) → v(\d)", html) == [("1", "2"), ("2", "3"), ("1", "3")]
+
+
+def test_best_so_far_follows_the_direction_of_the_metric(run):
+    store, transcripts, run_id = run
+    experiments = run_detail(store, run_id, transcripts).experiments
+    lows = best_so_far(experiments, "min")
+    values = [p.best for p in lows if p.best is not None]
+    assert values == sorted(values, reverse=True)
+    assert values[-1] == min(e.metric for e in experiments if e.metric is not None)
+
+
+def test_the_report_command_writes_the_latest_run_to_the_file_asked_for(run, tmp_path):
+    store, _, run_id = run
+    out = tmp_path / "out" / "report.html"
+    assert main(["report", "latest", "--db", str(store.path), "--out", str(out)]) == 0
+    assert "<title>autoresearch-mcp report: hpo demo (synthetic metrics)</title>" in out.read_text()
+    assert main(["report", run_id, "--db", str(tmp_path / "missing.db"), "--out", str(out)]) == 2
+
+
+def test_the_dashboard_command_refuses_to_bind_off_loopback_without_a_token(run, capsys):
+    store, _, _ = run
+    assert main(["dashboard", "--db", str(store.path), "--host", "0.0.0.0"]) == 2
+    assert "set --token" in capsys.readouterr().err

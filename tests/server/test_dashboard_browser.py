@@ -1,0 +1,117 @@
+"""The dashboard driven in Debian's headless chromium through Playwright: `python -m pytest -m browser`.
+
+Needs `apt-get install chromium` (/usr/bin/chromium) and the Python playwright package; never a browser
+that Playwright downloads. DASHBOARD_SCREENSHOT=docs/dashboard.png saves the screenshot of the run page (with a diff open) there.
+"""
+
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from dashboard_data import make_run, record, serving
+
+from autoresearch_mcp.server.dashboard import dashboard_app
+from autoresearch_mcp.server.store import Store
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 10_000
+
+
+@pytest.fixture
+def page(tmp_path: Path) -> Iterator["Page"]:
+    if not CHROMIUM.is_file():
+        pytest.fail("Debian's chromium is missing: apt-get install -y chromium")
+    # Imported here: the default test run collects this file without needing playwright.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        # Playwright gives each launch a fresh, empty profile directory.
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(WAIT_MS)
+        yield page
+        browser.close()
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> tuple[Store, Path, str]:
+    return make_run(tmp_path)
+
+
+def test_the_run_list_renders_and_clicking_a_run_shows_its_chart_and_experiments(page, run):
+    store, transcripts, run_id = run
+    with serving(dashboard_app(store, None, transcripts=transcripts)) as url:
+        page.goto(url)
+        row = page.locator(f'#run-table tr[data-run="{run_id}"]')
+        row.wait_for()
+        assert "hpo-covertype" in row.inner_text()
+        assert "20 / 30" in row.inner_text()
+        page.click(f'#run-table a[data-run="{run_id}"]')
+        page.locator("#metric-chart svg").wait_for()
+        assert page.locator("#experiments tr.exp").count() == 20
+        assert page.locator("#tokens-chart svg").is_visible()
+        assert page.locator(f'#run-table tr.selected[data-run="{run_id}"]').count() == 1
+
+
+def test_a_new_experiment_appears_without_a_reload(page, run):
+    store, transcripts, run_id = run
+    with serving(dashboard_app(store, None, transcripts=transcripts)) as url:
+        page.goto(f"{url}#run={run_id}")
+        page.locator("#experiments tr.exp").nth(19).wait_for()
+        page.evaluate("window.stillTheSamePage = true")
+        record(store, run_id, 21, random.Random(3), 3)
+        page.locator('#experiments tr.exp[data-iteration="21"]').wait_for()
+        page.wait_for_function("document.querySelector('#run-table').innerText.includes('21 / 30')")
+        assert page.evaluate("window.stillTheSamePage") is True
+
+
+def test_two_versions_of_train_py_show_their_diff(page, run, tmp_path):
+    store, transcripts, run_id = run
+    with serving(dashboard_app(store, None, transcripts=transcripts)) as url:
+        page.goto(f"{url}#run={run_id}")
+        page.locator("#diff-form").wait_for()
+        page.select_option("#diff-form select[name=a]", "1")
+        page.select_option("#diff-form select[name=b]", "3")
+        page.click("#diff-form button")
+        added = page.locator("#diff pre.diff span.add")
+        added.first.wait_for()
+        assert "sample_weight=weights" in " ".join(added.all_inner_texts())
+        shot = Path(os.environ.get("DASHBOARD_SCREENSHOT") or tmp_path / "dashboard.png")
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+
+
+def test_with_a_token_the_page_asks_once_and_the_cookie_keeps_it(page, run):
+    store, transcripts, run_id = run
+    with serving(dashboard_app(store, "hunter2", transcripts=transcripts)) as url:
+        page.goto(url)
+        page.fill("input[name=token]", "wrong")
+        page.click("button[type=submit]")
+        page.locator(".error").wait_for()
+        page.fill("input[name=token]", "hunter2")
+        page.click("button[type=submit]")
+        page.locator(f'#run-table tr[data-run="{run_id}"]').wait_for()
+        [cookie] = page.context.cookies()
+        assert (cookie["httpOnly"], cookie["sameSite"]) == (True, "Strict")
+        assert page.evaluate("document.cookie") == ""  # out of reach of scripts
+        page.reload()
+        page.locator(f'#run-table tr[data-run="{run_id}"]').wait_for()
+        assert page.locator("input[name=token]").count() == 0
