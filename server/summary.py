@@ -83,7 +83,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         lines.append(f"train.py now v{current}: {_clip(versions[current], 60)}")
     recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)
     if recent:
-        lines.append("Last (params that differ from best):" if task.params_model.model_fields else "Last:")
+        lines.append("Last (changes vs best):" if task.params_model.model_fields else "Last:")
         lines.extend(experiment_line(exp, task, best, versions) for exp in recent)
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
         notes = store.notes(run.id, kind, last=LAST_NOTES)

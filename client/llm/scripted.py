@@ -37,6 +37,9 @@ _PRIOR: dict[str, tuple[float, float]] = {
     "reg_lambda": (0.0, 5.0),
 }
 _LOG_SCALE = frozenset({"learning_rate"})
+# Share of proposals that perturb the best so far (the rest explore the prior), as an LLM mostly
+# refines what works and now and then tries something new.
+EXPLOIT = 0.7
 _NUMBER = r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?"
 
 
@@ -164,7 +167,7 @@ class _HPOPolicy:
             return config, why
         best = parse_best(text, self.space.names)
         for _ in range(1000):
-            if best is not None and self.rng.random() < 0.6:
+            if best is not None and self.rng.random() < EXPLOIT:
                 centre = {n: self.space.clean(n, v) for n, v in best.items() if n in self.space.bounds}
                 config, changed = self.space.perturb(centre, self.rng)
                 why = f"Perturb the best configuration: change {', '.join(changed)}."
