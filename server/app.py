@@ -9,14 +9,18 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server import MCPServer
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from autoresearch_mcp import __version__
+from autoresearch_mcp.server.app_jobs import register_job_tools, register_query_tool
 from autoresearch_mcp.server.config import ServerSettings
 from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.jobs import JobService
 from autoresearch_mcp.server.models import (
     ArtifactInfo,
     ArtifactVersion,
@@ -114,11 +118,19 @@ def _connection_state(ctx: Context) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
-def build_server(settings: ServerSettings | None = None) -> MCPServer:
+def build_server(
+    settings: ServerSettings | None = None,
+    *,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+) -> MCPServer:
+    """The MCP server. `token_verifier` and `auth` (together) protect it over HTTP; see http.py."""
     settings = settings or ServerSettings()
     store = Store(settings.db_path)
     service = RunService(store, settings)
     service.recover()
+    jobs = JobService(service, settings)
+    jobs.recover()
     names = task_names()
     TaskName = Literal[tuple(names)]  # type: ignore[valid-type]
     Params = Annotated[dict[str, Any], WithJsonSchema(_params_schema(names, settings))]
@@ -131,7 +143,13 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
         state[SESSION_RUN_KEY] = resolved
         return resolved
 
-    mcp = MCPServer("autoresearch", version=__version__, instructions=INSTRUCTIONS)
+    mcp = MCPServer(
+        "autoresearch",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        token_verifier=token_verifier,
+        auth=auth,
+    )
 
     @mcp.tool(annotations=ADDITIVE)
     @tool_errors
@@ -252,6 +270,9 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
         """Check the current train.py for correctness on fresh inputs and time it (one unit of budget)."""
         return service.run_benchmark(run_for(ctx, run_id))
 
+    register_job_tools(mcp, jobs, run_for, Params)
+    register_query_tool(mcp, settings.db_path)
+
     # -- resources -------------------------------------------------------------------------
     def _resource(fn: Callable[[str], str]) -> Callable[[str], str]:
         @functools.wraps(fn)
@@ -295,4 +316,5 @@ def build_server(settings: ServerSettings | None = None) -> MCPServer:
             raise ValueError(str(exc)) from None
 
     mcp.service = service  # type: ignore[attr-defined]  # for tests and the HTTP/dashboard layers
+    mcp.jobs = jobs  # type: ignore[attr-defined]  # its owner closes it (JobService.close) at shutdown
     return mcp

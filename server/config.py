@@ -12,6 +12,7 @@ ENV_DB = "AUTORESEARCH_DB"
 ENV_DATA_DIR = "AUTORESEARCH_DATA_DIR"
 ENV_COVTYPE = "AUTORESEARCH_COVTYPE"
 ENV_TOKEN = "AUTORESEARCH_TOKEN"
+ENV_DASK_SCHEDULER = "AUTORESEARCH_DASK_SCHEDULER"
 # Every variable with this prefix is server configuration: the client forwards them to a spawned
 # server, and the sandbox strips them from the environment of untrusted code.
 ENV_PREFIX = "AUTORESEARCH_"
@@ -45,6 +46,9 @@ class ServerSettings(BaseModel):
     codeopt_records: int | None = Field(default=None, ge=100, le=1_000_000)
     codeopt_repeats: int | None = Field(default=None, ge=1, le=200)
     hpo_threads: int | None = Field(default=None, ge=1, le=256)
+    # Background jobs: local worker processes (default: one per core), or a Dask scheduler.
+    workers: int | None = Field(default=None, ge=1, le=1024)
+    dask_scheduler: str | None = Field(default_factory=lambda: os.environ.get(ENV_DASK_SCHEDULER) or None)
 
     def task_settings(self) -> dict[str, object]:
-        return self.model_dump(exclude={"db_path"})
+        return self.model_dump(exclude={"db_path", "workers", "dask_scheduler"})

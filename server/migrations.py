@@ -77,6 +77,69 @@ migration(
 )
 
 
+# Background jobs, and the read-only views that query_results may read (nothing else). Every column a
+# view reads it also exposes, so a query that shadows a view name with a CTE learns nothing more (see
+# query.py). No count(*) inside views: SQLite reports it as an anonymous read of the table.
+migration(
+    "002_jobs_and_views",
+    """
+    CREATE TABLE jobs (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+        executor TEXT NOT NULL,
+        worker TEXT,
+        worker_pid INTEGER,
+        error TEXT,
+        submitted_at TEXT NOT NULL,
+        started_at TEXT,
+        finished_at TEXT,
+        owner_pid INTEGER,
+        owner_host TEXT
+    );
+    CREATE INDEX jobs_by_status ON jobs (status);
+    CREATE VIEW v_runs AS
+    SELECT r.id AS run_id, r.name AS name, r.task AS task, r.status AS status, r.budget AS budget,
+        (SELECT count(e.id) FROM experiments e WHERE e.run_id = r.id) AS used,
+        r.target AS target, r.seed AS seed,
+        json_extract(r.config_json, '$.metric') AS metric_name,
+        json_extract(r.config_json, '$.direction') AS direction,
+        (SELECT CASE json_extract(r.config_json, '$.direction') WHEN 'min' THEN min(e.metric)
+                ELSE max(e.metric) END
+         FROM experiments e WHERE e.run_id = r.id AND e.status = 'ok') AS best_metric,
+        r.config_json AS config, r.created_at AS created_at, r.updated_at AS updated_at,
+        r.finished_at AS finished_at, r.finish_reason AS finish_reason
+    FROM runs r;
+    CREATE VIEW v_experiments AS
+    SELECT e.id AS experiment_id, e.run_id AS run_id, r.task AS task, e.iteration AS iteration,
+        e.status AS status, e.metric AS metric, e.kept AS kept, e.params_json AS params,
+        e.metrics_json AS metrics, e.artifact_version AS artifact_version, e.note AS note,
+        e.error_tail AS error_tail, e.started_at AS started_at, e.finished_at AS finished_at,
+        e.duration_s AS duration_s
+    FROM experiments e JOIN runs r ON r.id = e.run_id;
+    CREATE VIEW v_artifacts AS
+    SELECT a.run_id AS run_id, a.version AS version, a.parent_version AS parent_version,
+        a.description AS description, a.sha256 AS sha256,
+        length(a.source) - length(replace(a.source, char(10), '')) + 1 AS lines,
+        a.source AS source, a.created_at AS created_at
+    FROM artifacts a;
+    CREATE VIEW v_notes AS
+    SELECT n.id AS note_id, n.run_id AS run_id, n.kind AS kind, n.text AS text, n.created_at AS created_at
+    FROM notes n;
+    CREATE VIEW v_events AS
+    SELECT v.id AS event_id, v.run_id AS run_id, v.kind AS kind, v.tool AS tool, v.detail AS detail,
+        v.created_at AS created_at
+    FROM events v;
+    CREATE VIEW v_jobs AS
+    SELECT j.id AS job_id, j.run_id AS run_id, j.experiment_id AS experiment_id, e.iteration AS iteration,
+        j.status AS status, j.executor AS executor, j.worker AS worker, j.error AS error,
+        j.submitted_at AS submitted_at, j.started_at AS started_at, j.finished_at AS finished_at
+    FROM jobs j JOIN experiments e ON e.id = j.experiment_id;
+    """,
+)
+
+
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply the migrations this database has not seen yet; return their names."""
     conn.execute(

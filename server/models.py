@@ -126,3 +126,40 @@ class ArtifactInfo(BaseModel):
     description: str
     source: str | None = None
     lines: int
+
+
+JobStatus = Literal["queued", "running", "done", "failed"]
+
+
+class Job(BaseModel):
+    """A background experiment. `done`: its experiment was recorded (whatever its status); `failed`: the
+    job itself broke (worker died, executor error, server restart), and `error` says why."""
+
+    id: str
+    run_id: str
+    experiment_id: int
+    iteration: int
+    status: JobStatus
+    executor: str = Field(description="'local' or the Dask scheduler address")
+    worker: str | None = Field(default=None, description="where it ran")
+    worker_pid: int | None = None
+    error: str | None = None
+    submitted_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class JobInfo(BaseModel):
+    """What submit_training_job and get_job return."""
+
+    job: Job
+    result: ExperimentResult | None = Field(
+        default=None, description="the recorded experiment, once the job has ended (done or failed)"
+    )
+
+
+class QueryResult(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool = Field(description="true when more rows matched than max_rows (or the size cap)")
+    elapsed_s: float

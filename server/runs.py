@@ -5,10 +5,12 @@ so the MCP server (which runs sync tools on worker threads) keeps answering othe
 """
 
 import logging
+import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from autoresearch_mcp.server.config import ServerSettings
 from autoresearch_mcp.server.errors import RefusedError, ResearchError
@@ -33,11 +35,29 @@ log = logging.getLogger(__name__)
 MAX_NOTE_CHARS = 2000
 
 
+@dataclass(frozen=True)
+class PreparedExperiment:
+    """A reserved experiment and everything needed to execute it (here, or on a job worker)."""
+
+    experiment: Experiment
+    task: Task
+    params: BaseModel
+    source: str
+    ctx: ExecContext
+
+
 class RunService:
     def __init__(self, store: Store, settings: ServerSettings) -> None:
         self.store = store
         self.settings = settings
         self._tasks: dict[str, Task] = {}
+        self._run_locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def run_lock(self, run_id: str) -> threading.Lock:
+        """Serialises read-modify-write of a run's train.py between concurrent sessions of this server."""
+        with self._locks_guard:
+            return self._run_locks.setdefault(run_id, threading.Lock())
 
     def task(self, name: str) -> Task:
         if name not in self._tasks:
@@ -106,6 +126,17 @@ class RunService:
     def run_experiment(
         self, run_id: str, params: dict[str, Any], note: str | None, tool: str = "run_experiment"
     ) -> ExperimentResult:
+        prepared = self.prepare_experiment(run_id, params, note, tool)
+        started = time.monotonic()
+        outcome = self._execute(prepared.task, prepared.params, prepared.source, prepared.ctx)
+        return self.record_outcome(prepared.experiment.id, outcome, round(time.monotonic() - started, 3))
+
+    def prepare_experiment(
+        self, run_id: str, params: dict[str, Any], note: str | None, tool: str
+    ) -> PreparedExperiment:
+        """Validate and reserve: the experiment row exists (and counts against the budget) from here on.
+
+        Invalid params and exact repeats are refused, logged, and cost nothing."""
         run = self.store.get_run(run_id)
         task = self.task(run.task)
         try:
@@ -122,19 +153,31 @@ class RunService:
         ctx = ExecContext(
             run_id=run_id, seed=run.seed, iteration=exp.iteration, options=run.config["options"]
         )
-        started = time.monotonic()
-        outcome = self._execute(task, validated, artifact.source, ctx)
+        return PreparedExperiment(
+            experiment=exp, task=task, params=validated, source=artifact.source, ctx=ctx
+        )
+
+    def record_outcome(self, exp_id: int, outcome: Outcome, duration_s: float) -> ExperimentResult:
+        """Store a reserved experiment's outcome; update the run (best, converged, exhausted)."""
+        exp = self.store.get_experiment(exp_id)
         if outcome.state_update:
-            self.store.update_run_options(run_id, outcome.state_update)
+            self.store.update_run_options(exp.run_id, outcome.state_update)
         done = self.store.complete_experiment(
-            exp.id,
+            exp_id,
             status=outcome.status,
             metrics=outcome.metrics,
             metric=outcome.metric,
             error_tail=outcome.error_tail,
-            duration_s=round(time.monotonic() - started, 3),
+            duration_s=duration_s,
         )
-        return self._result(run_id, done)
+        return self._result(exp.run_id, done)
+
+    def record_interrupted(self, exp_id: int, reason: str, duration_s: float) -> ExperimentResult:
+        """A reserved experiment that could not finish for a reason outside it (its worker died)."""
+        exp = self.store.complete_experiment(
+            exp_id, status="interrupted", metrics={}, metric=None, error_tail=reason, duration_s=duration_s
+        )
+        return self._result(exp.run_id, exp)
 
     def _execute(self, task: Task, params: Any, source: str, ctx: ExecContext) -> Outcome:
         try:
@@ -210,6 +253,16 @@ class RunService:
         source: str | None,
         edits: list[tuple[str, str]] | None,
     ) -> ArtifactVersion:
+        with self.run_lock(run_id):
+            return self._modify_artifact(run_id, description, source, edits)
+
+    def _modify_artifact(
+        self,
+        run_id: str,
+        description: str,
+        source: str | None,
+        edits: list[tuple[str, str]] | None,
+    ) -> ArtifactVersion:
         run = self.store.get_run(run_id)
         tool = "modify_train_py"
         if run.status != "running":
@@ -228,6 +281,10 @@ class RunService:
         )
 
     def revert_artifact(self, run_id: str, version: int) -> ArtifactVersion:
+        with self.run_lock(run_id):
+            return self._revert_artifact(run_id, version)
+
+    def _revert_artifact(self, run_id: str, version: int) -> ArtifactVersion:
         run = self.store.get_run(run_id)
         if run.status != "running":
             raise self.refuse(

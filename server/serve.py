@@ -5,7 +5,13 @@ import logging
 import os
 from pathlib import Path
 
-from autoresearch_mcp.server.config import ENV_COVTYPE, ENV_DB, ServerSettings
+from autoresearch_mcp.server.config import (
+    ENV_COVTYPE,
+    ENV_DASK_SCHEDULER,
+    ENV_DB,
+    ENV_TOKEN,
+    ServerSettings,
+)
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +28,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         values["db_path"] = args.db
     if getattr(args, "data", None):
         values["covtype_path"] = str(Path(args.data).expanduser().resolve())
-    for key in ("codeopt_records", "codeopt_repeats", "hpo_threads"):
+    for key in ("codeopt_records", "codeopt_repeats", "hpo_threads", "workers", "dask_scheduler"):
         if getattr(args, key, None) is not None:
             values[key] = getattr(args, key)
     return ServerSettings(**values)
@@ -37,6 +43,21 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     parser.add_argument("--codeopt-records", type=int, help="records per codeopt-records benchmark input")
     parser.add_argument("--codeopt-repeats", type=int, help="timed repeats per codeopt-records benchmark")
     parser.add_argument("--hpo-threads", type=int, help="threads per XGBoost training (default: all cores)")
+    parser.add_argument(
+        "--workers", type=int, help="local worker processes for background jobs (default: cores)"
+    )
+    parser.add_argument(
+        "--dask-scheduler",
+        help=f"run background jobs on this Dask scheduler (default: ${ENV_DASK_SCHEDULER})",
+    )
+    parser.add_argument("--token", help=f"HTTP bearer token (default: ${ENV_TOKEN}; required off loopback)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="admit this Host name over HTTP (DNS-rebinding protection stays on); repeatable",
+    )
     parser.set_defaults(func=run)
 
 
@@ -48,9 +69,16 @@ def run(args: argparse.Namespace) -> int:
     from autoresearch_mcp.server.app import build_server
 
     settings = settings_from_args(args)
+    if args.transport == "http":
+        from autoresearch_mcp.server.http import serve_http
+
+        serve_http(
+            settings, host=args.host, port=args.port, token=args.token, allowed_hosts=args.allowed_host
+        )
+        return 0
     server = build_server(settings)
-    if args.transport == "stdio":
+    try:
         server.run()
-    else:
-        server.run("streamable-http", host=args.host, port=args.port)
+    finally:
+        server.jobs.close()  # type: ignore[attr-defined]
     return 0

@@ -70,6 +70,10 @@ class Store:
             self._local.conn = conn
         return conn
 
+    def reader(self) -> sqlite3.Connection:
+        """This thread's connection, for reads outside a transaction (e.g. the jobs table)."""
+        return self._conn()
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""

@@ -23,6 +23,7 @@ def isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.delenv("AUTORESEARCH_DB", raising=False)
     monkeypatch.delenv("AUTORESEARCH_COVTYPE", raising=False)
     monkeypatch.delenv("AUTORESEARCH_TOKEN", raising=False)
+    monkeypatch.delenv("AUTORESEARCH_DASK_SCHEDULER", raising=False)
     yield data
 
 

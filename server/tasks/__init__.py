@@ -37,6 +37,14 @@ def make_task(name: str, settings: dict[str, Any]) -> Task:
     return factory(settings)
 
 
+def make_task_from(module: str, name: str, settings: dict[str, Any]) -> Task:
+    """Import `module` (which registers `name`) and make that task, without importing every other
+    task first: a job worker needs only the task its job runs (the built-ins pull in scikit-learn)."""
+    importlib.import_module(module)
+    factory = _REGISTRY.get(name)
+    return factory(settings) if factory is not None else make_task(name, settings)
+
+
 def _load_builtins() -> None:
     """Built-in tasks, then plugins: entry points in group `autoresearch_mcp.tasks`, and modules named
     in AUTORESEARCH_TASK_PLUGINS (comma-separated). Each plugin module calls `register` on import."""

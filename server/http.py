@@ -1,0 +1,170 @@
+"""The streamable HTTP app (`serve --transport http`): MCP at /mcp, bearer auth, DNS-rebinding guard.
+
+Binding anything but loopback requires a bearer token. With a token, /mcp answers 401 to requests
+without it (the SDK's TokenVerifier + AuthSettings). Host/Origin checking stays on for every bind
+address; `allowed_hosts` admits real host names. Other routes (the dashboard) are added with
+`extra_routes` or `routes_factory`; note that only /mcp is behind the token and the Host check.
+"""
+
+import hmac
+import ipaddress
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+
+from autoresearch_mcp.server.app import build_server
+from autoresearch_mcp.server.config import ENV_TOKEN, ServerSettings
+from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.runs import RunService
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+DASHBOARD_PATH = "/dashboard"
+SCOPE = "autoresearch"
+MIN_TOKEN_CHARS = 16
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+class StaticTokenVerifier(TokenVerifier):
+    """One shared bearer token for the team (compared in constant time)."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if hmac.compare_digest(token.encode(), self._token):
+            return AccessToken(token=token, client_id="autoresearch-client", scopes=[SCOPE])
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+    """Host/Origin allow-list: loopback, the bind address when it is a specific one, and named hosts."""
+    names = [*LOOPBACK_NAMES, *allowed_hosts]
+    if host not in ("0.0.0.0", "::", "") and not is_loopback(host):
+        names.append(f"[{host}]" if ":" in host else host)
+    hosts, origins = [], []
+    for name in dict.fromkeys(names):
+        hosts += [name, f"{name}:*"]  # behind a proxy on the default port the Host has no port
+        origins += [f"{scheme}://{name}{port}" for scheme in ("http", "https") for port in ("", ":*")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def build_http_app(
+    settings: ServerSettings,
+    *,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    extra_routes: Sequence[BaseRoute] = (),
+    routes_factory: Callable[[RunService], Sequence[BaseRoute]] | None = None,
+) -> Starlette:
+    """The Starlette app serving MCP at /mcp, plus `extra_routes` and `routes_factory(service)`.
+
+    `app.state` carries `service` (RunService), `jobs` (JobService, closed when the app shuts down),
+    `mcp`, `token_required` and `transport_security` for the added routes to use."""
+    if not is_loopback(host) and not token:
+        raise ResearchError(
+            f"refusing to serve on {host} without a bearer token: anyone who can reach it could run "
+            f"code. Pass --token or set {ENV_TOKEN} (or bind 127.0.0.1)."
+        )
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise ResearchError(
+            f"the bearer token is too short ({len(token)} characters; use at least {MIN_TOKEN_CHARS}, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    verifier = auth = None
+    if token:
+        verifier = StaticTokenVerifier(token)
+        auth = AuthSettings(
+            issuer_url=AnyHttpUrl("http://127.0.0.1/"),  # required by the SDK; no OAuth server is involved
+            resource_server_url=None,
+            required_scopes=[SCOPE],
+            validate_token_resource=False,
+        )
+    mcp = build_server(settings, token_verifier=verifier, auth=auth)
+    security = transport_security(host, allowed_hosts)
+    app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
+    service: RunService = mcp.service  # type: ignore[attr-defined]
+    app.router.routes.extend(extra_routes)
+    if routes_factory is not None:
+        app.router.routes.extend(routes_factory(service))
+    jobs = mcp.jobs  # type: ignore[attr-defined]
+    mcp_lifespan = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with mcp_lifespan(app):
+            try:
+                yield
+            finally:  # uvicorn re-raises SIGTERM after shutdown: close the job workers here
+                await anyio.to_thread.run_sync(jobs.close)
+
+    app.router.lifespan_context = lifespan
+    app.state.service = service
+    app.state.jobs = jobs
+    app.state.mcp = mcp
+    app.state.token_required = verifier is not None
+    app.state.transport_security = security
+    return app
+
+
+def dashboard_routes(
+    token: str | None, security: TransportSecuritySettings
+) -> Callable[[RunService], Sequence[BaseRoute]]:
+    """The run dashboard at /dashboard/: it checks the token itself (a login page and an HttpOnly cookie,
+    or the bearer header) and gets the same Host allow-list as /mcp, since nothing in front checks it."""
+    from starlette.routing import Mount
+
+    from autoresearch_mcp.server.dashboard import dashboard_app
+
+    hosts = [name for name in security.allowed_hosts if not name.endswith(":*")]
+    return lambda service: [
+        Mount(DASHBOARD_PATH, app=dashboard_app(service.store, token, allowed_hosts=hosts))
+    ]
+
+
+def serve_http(
+    settings: ServerSettings,
+    *,
+    host: str,
+    port: int,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+) -> None:
+    import uvicorn
+
+    token = token or os.environ.get(ENV_TOKEN) or None
+    dashboard = dashboard_routes(token, transport_security(host, allowed_hosts))
+    app = build_http_app(
+        settings, host=host, token=token, allowed_hosts=allowed_hosts, routes_factory=dashboard
+    )
+    log.info(
+        "serving MCP at http://%s:%d%s (%s)",
+        host,
+        port,
+        MCP_PATH,
+        "bearer token required" if token else "no token: loopback only",
+    )
+    log.info("run dashboard at http://%s:%d%s/", host, port, DASHBOARD_PATH)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,95 @@
+"""The jobs table (migration 002): one row per background experiment, next to the run store."""
+
+import os
+import sqlite3
+import uuid
+
+from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.models import Job, JobStatus
+from autoresearch_mcp.server.store import Store, _host, _pid_alive, now
+
+SELECT_JOB = "SELECT j.*, e.iteration AS iteration FROM jobs j JOIN experiments e ON e.id = j.experiment_id"
+
+
+class JobStore:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create(self, run_id: str, experiment_id: int, executor: str) -> Job:
+        job_id = "j-" + uuid.uuid4().hex[:10]
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO jobs (id, run_id, experiment_id, status, executor, submitted_at, owner_pid,"
+                " owner_host) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
+                (job_id, run_id, experiment_id, executor, now(), os.getpid(), _host()),
+            )
+        return self.get(job_id)
+
+    def get(self, job_id: str) -> Job:
+        row = self.store.reader().execute(f"{SELECT_JOB} WHERE j.id = ?", (job_id,)).fetchone()
+        if row is None:
+            raise ResearchError(f"unknown job {job_id!r}; submit_training_job returns the job id")
+        return _job_from_row(row)
+
+    def mark_running(self, job_id: str, worker: str, worker_pid: int | None) -> None:
+        """The job reached a worker. Its experiment's start becomes now: it may have queued a while."""
+        stamp = now()
+        with self.store.transaction() as conn:
+            cur = conn.execute(
+                "UPDATE jobs SET status = 'running', worker = ?, worker_pid = ?, started_at = ?"
+                " WHERE id = ? AND status = 'queued'",
+                (worker, worker_pid, stamp, job_id),
+            )
+            if cur.rowcount:
+                conn.execute(
+                    "UPDATE experiments SET started_at = ? WHERE id ="
+                    " (SELECT experiment_id FROM jobs WHERE id = ?) AND status = 'running'",
+                    (stamp, job_id),
+                )
+
+    def finish(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = ?, error = ?, finished_at = ?,"
+                " started_at = COALESCE(started_at, ?) WHERE id = ? AND status IN ('queued', 'running')",
+                (status, error, now(), now(), job_id),
+            )
+
+    def fail_orphans(self) -> int:
+        """Jobs left queued or running by a server process that no longer exists.
+
+        Run after Store.mark_orphans_interrupted: their experiments are then 'interrupted' already,
+        unless the outcome was stored just before the server died (then the job is done)."""
+        host = _host()
+        rows = (
+            self.store.reader()
+            .execute(
+                "SELECT j.id, j.status, j.owner_pid, j.owner_host, e.status AS exp_status FROM jobs j"
+                " JOIN experiments e ON e.id = j.experiment_id WHERE j.status IN ('queued', 'running')"
+            )
+            .fetchall()
+        )
+        dead = [r for r in rows if r["owner_host"] == host and not _pid_alive(r["owner_pid"])]
+        for row in dead:
+            if row["exp_status"] in ("running", "interrupted"):
+                self.finish(row["id"], "failed", f"the server stopped while this job was {row['status']}")
+            else:
+                self.finish(row["id"], "done")
+        return len(dead)
+
+
+def _job_from_row(row: sqlite3.Row) -> Job:
+    return Job(
+        id=row["id"],
+        run_id=row["run_id"],
+        experiment_id=row["experiment_id"],
+        iteration=row["iteration"],
+        status=row["status"],
+        executor=row["executor"],
+        worker=row["worker"],
+        worker_pid=row["worker_pid"],
+        error=row["error"],
+        submitted_at=row["submitted_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )

@@ -1,0 +1,68 @@
+"""The work one background job does, wherever it runs: the same `task.execute` path as run_experiment.
+
+A job payload is plain JSON (task name and module, task settings, params, train.py source, context), so
+the same function runs in a local worker process or on a Dask worker on another machine. The worker
+never touches the run store: it returns the outcome, and the server records it. The sandboxed child
+process that runs train.py is started from here.
+
+`python -m autoresearch_mcp.server.worker` is the local worker process: one JSON payload per line on
+stdin, one JSON reply per line on stdout, until stdin closes.
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.tasks import make_task_from
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
+
+DASK_TOPIC = "autoresearch-jobs"
+_tasks: dict[str, Task] = {}  # per worker process: a task may cache data between jobs
+
+
+def execute_job(payload: dict[str, Any]) -> dict[str, Any]:
+    """Run one experiment and return its outcome (a failure of the candidate is an outcome too)."""
+    started = time.monotonic()
+    key = json.dumps([payload["task"], payload["task_settings"]], sort_keys=True)
+    if key not in _tasks:
+        _tasks[key] = make_task_from(payload["task_module"], payload["task"], payload["task_settings"])
+    task = _tasks[key]
+    params = task.params_model.model_validate(payload["params"])
+    ctx = ExecContext.model_validate(payload["ctx"])
+    try:
+        outcome = task.execute(params, payload["source"], ctx)
+    except ResearchError as exc:  # e.g. the data is missing on this machine
+        outcome = Outcome(status="crash", error_tail=f"on worker {socket.gethostname()}: {exc}")
+    return {"outcome": outcome.model_dump(), "duration_s": round(time.monotonic() - started, 3)}
+
+
+def execute_dask_job(job_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """execute_job on a Dask worker; first tells the server (through Dask's event log) that it started."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    worker.log_event(DASK_TOPIC, {"job": job_id, "worker": worker.address, "pid": os.getpid()})
+    return execute_job(payload)
+
+
+def main() -> int:
+    # The protocol owns the real stdout; anything else that prints (task code, libraries) goes to stderr.
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for line in sys.stdin:
+        try:
+            reply: dict[str, Any] = {"ok": execute_job(json.loads(line))}
+        except Exception:  # the top-level handler: report any failure as this job's error, keep serving
+            reply = {"error": traceback.format_exc()[-2000:]}
+        protocol.write(json.dumps(reply) + "\n")
+        protocol.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""The per-run lock: concurrent read-modify-write edits of one run's train.py never interleave."""
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from autoresearch_mcp.server.config import ServerSettings
+from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.store import Store
+
+
+def test_concurrent_edits_of_one_run_all_apply_one_after_another(settings: ServerSettings):
+    store = Store(settings.db_path)
+    service = RunService(store, settings)
+    run, _ = service.start_run("toy-quadratic", 5, None, 1, None)
+    sessions, rounds = 8, 5
+    together = threading.Barrier(sessions)
+
+    def edit(i: int) -> int:
+        # All read the same version at once: without the lock, all but one would usually be refused
+        # ("train.py changed while you edited it") by the store's check of the parent version.
+        together.wait()
+        marker = [("import time\n", f"import time\n# edit {i}\n")]
+        return service.modify_artifact(run.id, f"edit {i}", None, marker).version
+
+    versions: list[int] = []
+    with ThreadPoolExecutor(sessions) as pool:
+        for first in range(0, sessions * rounds, sessions):
+            versions += pool.map(edit, range(first, first + sessions))
+
+    edits = sessions * rounds
+    assert sorted(versions) == list(range(2, edits + 2))
+    chain = store.artifact_versions(run.id)
+    assert [(v.version, v.parent_version) for v in chain] == [(1, None)] + [
+        (n, n - 1) for n in range(2, edits + 2)
+    ]
+    assert all(f"# edit {i}\n" in chain[-1].source for i in range(edits))
+    assert store.event_counts(run.id) == {}  # no refusals
