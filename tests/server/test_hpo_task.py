@@ -78,7 +78,7 @@ def test_missing_data_gives_one_error_naming_the_download_and_the_csv(settings, 
     assert service.store.list_runs() == []
 
     service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "nope.csv")}))
-    with pytest.raises(ResearchError, match="no file at .*nope.csv"):
+    with pytest.raises(ResearchError, match=r"no file at .*nope\.csv"):
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
 
 
