@@ -1,15 +1,144 @@
 """The sandboxed process: set our own limits first, then run one trusted harness entry point.
 
 Started by `runner.run_sandboxed` as `python -I -m autoresearch_mcp.sandbox.child SPEC`. Nothing
-untrusted has run yet when the limits are set, and they cannot be raised again afterwards.
+untrusted has run yet when the limits are set, and they cannot be raised again afterwards. Where the
+kernel has Landlock, the process is also shut into its working directory for writes (and out of TCP and
+out of signalling anything outside itself), and reads are limited to what Python needs, before the entry
+runs. The files a task names in its payload under keys ending in `_path` stay readable (the task builds
+the payload; the candidate cannot add to it). An entry module that needs more sets `CONFINES_READS = True`
+and calls `confine_reads` itself once it has read what it needs, before it loads candidate code.
 """
 
+import contextlib
+import ctypes
 import importlib
 import json
 import os
 import resource
+import signal
+import stat
 import sys
+import threading
+from collections.abc import Iterable
+from functools import lru_cache
 from pathlib import Path
+
+# Landlock syscalls (Linux >= 5.13) have the same numbers on every architecture.
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_FS_REFER, _FS_TRUNCATE = 1 << 13, 1 << 14
+_FS_WRITES = _FS_WRITE_FILE | sum(1 << bit for bit in range(4, 13))  # remove, make dir/file/link/...
+_FS_READS = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+_FS_FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE  # allowed on a file rule
+_NET_TCP = 1 | 2  # bind, connect (ABI 4)
+_SCOPE_ALL = 1 | 2  # abstract unix sockets, signals (ABI 6)
+# What Python, native libraries and CPU-count probes read; nothing here holds a user's data.
+_SYSTEM_READ_PATHS = (
+    *("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/urandom"),
+    *("/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu", "/sys/fs/cgroup"),
+)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    )
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+@lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+@lru_cache(maxsize=1)
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version; 0 where there is none (old kernel, disabled, not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        version = _libc().syscall(_SYS_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+    except (OSError, AttributeError):
+        return 0
+    return max(int(version), 0)
+
+
+def _fs_supported(abi: int) -> int:
+    rights = _FS_WRITES | _FS_READS
+    if abi >= 2:
+        rights |= _FS_REFER
+    if abi >= 3:
+        rights |= _FS_TRUNCATE
+    return rights
+
+
+def _check(value: int, what: str) -> int:
+    if value < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"landlock {what}: {os.strerror(errno)}")
+    return value
+
+
+def _restrict(handled_fs: int, rules: Iterable[tuple[str, int]], *, tcp: bool, scope: bool) -> bool:
+    """Add one Landlock layer: `handled_fs` rights only beneath `rules`; optionally no TCP, no signals."""
+    abi = landlock_abi()
+    if abi < 1:
+        return False
+    handled_fs &= _fs_supported(abi)
+    attr = _RulesetAttr(
+        handled_fs, _NET_TCP if tcp and abi >= 4 else 0, _SCOPE_ALL if scope and abi >= 6 else 0
+    )
+    size = 8 if abi < 4 else 16 if abi < 6 else 24  # the struct grew with the ABI
+    libc = _libc()
+    ruleset = _check(
+        libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0), "ruleset"
+    )
+    try:
+        for path, access in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # not on this system
+            try:
+                is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+                allowed = access & handled_fs & (-1 if is_dir else _FS_FILE_RIGHTS)
+                if allowed:
+                    rule = _PathBeneath(allowed, fd)
+                    _check(
+                        libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0), path
+                    )
+            finally:
+                os.close(fd)
+        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _check(libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0), "restrict_self")
+    finally:
+        os.close(ruleset)
+    return True
+
+
+def confine_writes(work: Path, *, network: bool) -> bool:
+    """Writes only beneath `work` (and /dev/null); unless `network`, no TCP; no signals or abstract
+    sockets reaching outside this process tree. False where Landlock is unavailable."""
+    rules = [(str(work), _FS_WRITES | _FS_REFER | _FS_TRUNCATE), ("/dev/null", _FS_WRITE_FILE | _FS_TRUNCATE)]
+    return _restrict(_FS_WRITES | _FS_REFER | _FS_TRUNCATE, rules, tcp=not network, scope=True)
+
+
+def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
+    """Reads and executes only beneath the working directory, the Python installation, the sandbox
+    package, system libraries and `extra`. Call it after loading data, before loading candidate code."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path}
+    roots |= {str(Path(__file__).resolve().parent), os.getcwd(), "/proc/self", *_SYSTEM_READ_PATHS}
+    roots |= {str(path) for path in extra}
+    return _restrict(_FS_READS, [(root, _FS_READS) for root in sorted(roots) if root], tcp=False, scope=False)
 
 
 def _set_limits(limits: dict) -> None:
@@ -25,17 +154,69 @@ def _set_limits(limits: dict) -> None:
 def main() -> int:
     spec_path = Path(sys.argv[1])
     spec = json.loads(spec_path.read_text())
+    # The spec may hold what the candidate must not see (e.g. the benchmark's input seeds).
+    with contextlib.suppress(OSError):
+        spec_path.unlink()
     _set_limits(spec["limits"])
-    result_path = Path(spec["result_path"])
+    # Opened before writes are shut in: the one file outside the working directory this process writes,
+    # and only from this trusted frame after the entry returned. An empty or partial file is no result.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+    result_fd = os.open(spec["result_path"], flags, 0o600)
+    confine_writes(Path.cwd(), network=bool(spec["limits"].get("network", False)))
     module_name, func_name = spec["entry"].split(":")
-    entry = getattr(importlib.import_module(module_name), func_name)
+    module = importlib.import_module(module_name)
+    if not getattr(module, "CONFINES_READS", False):
+        payload = spec["payload"]
+        named = [
+            v for k, v in payload.items() if k.endswith("_path") and isinstance(v, str) and os.path.isabs(v)
+        ]
+        confine_reads(named)
+    entry = getattr(module, func_name)
     result = entry(spec["payload"])
-    # Written only by this trusted frame after the entry returned; a partial write is not a result.
-    tmp = result_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, result_path)
+    with os.fdopen(result_fd, "w") as out:
+        out.write(json.dumps(result))
     return 0
 
 
+def _wait_as_init(pid: int) -> int:
+    """As the init of a fresh PID namespace, wait for the harness and pass on how it ended.
+
+    The init of a namespace ignores every signal it has no handler for, the CPU limit's SIGXCPU and a
+    candidate's kill of itself included; so the harness runs as its child, where signals act as usual.
+    When this returns, the namespace and anything left in it die.
+    """
+    while True:
+        try:
+            reaped, status = os.wait()
+        except ChildProcessError:
+            return 1
+        if reaped == pid:
+            signum = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+            return 128 + signum if signum else os.WEXITSTATUS(status)
+
+
+def _die_with_the_server(fd: int) -> None:
+    """The server holds the write end of this pipe; when it dies, the read returns and so do we.
+
+    Without this, a server killed mid-experiment would leave its sandboxed child training on. As the
+    init of a PID namespace, exiting takes everything in the namespace along; otherwise the whole process
+    group (its own session) is killed.
+    """
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            os.read(fd, 1)
+        if os.getpid() == 1:
+            os._exit(137)
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-server").start()
+
+
 if __name__ == "__main__":
+    if (watch_fd := os.environ.get("AUTORESEARCH_SANDBOX_WATCH_FD")) is not None:
+        del os.environ["AUTORESEARCH_SANDBOX_WATCH_FD"]
+        _die_with_the_server(int(watch_fd))
+    if os.getpid() == 1 and (harness := os.fork()):
+        sys.exit(_wait_as_init(harness))
     sys.exit(main())

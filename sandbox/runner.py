@@ -9,6 +9,7 @@ timeout, a kill or a memory blow-up comes back as a `SandboxResult`, never as an
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from autoresearch_mcp.sandbox.child import landlock_abi
 
 # Variables the child may keep. Everything else (API keys, tokens, AUTORESEARCH_* configuration) is
 # dropped. The OPENBLAS ones work around processors where old OpenBLAS builds crash.
@@ -55,31 +58,43 @@ class SandboxResult(BaseModel):
     isolation: list[str] = Field(description="what was enforced for this run")
 
 
-@lru_cache(maxsize=1)
-def network_namespace_available() -> bool:
-    """True when `unshare --net` works here (root, or user namespaces allowed)."""
+def _unshare_works(flags: tuple[str, ...]) -> bool:
     unshare = shutil.which("unshare")
     if unshare is None:
         return False
     try:
-        probe = subprocess.run([unshare, "--net", "--", "true"], capture_output=True, timeout=10)
+        probe = subprocess.run([unshare, *flags, "--", "true"], capture_output=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
+
+
+# Without root, namespaces need an unprivileged user namespace first (where the distribution allows it).
+_AS_USER = ("--user", "--map-root-user")
+_PID_FLAGS = ("--pid", "--fork", "--kill-child", "--mount-proc")
+
+
+@lru_cache(maxsize=1)
+def _user_flags() -> tuple[str, ...] | None:
+    """() when namespaces can be made directly, the user-namespace flags when only those work, else None."""
+    for flags in ((), _AS_USER):
+        if _unshare_works((*flags, "--net")) or _unshare_works((*flags, *_PID_FLAGS)):
+            return flags
+    return None
+
+
+@lru_cache(maxsize=1)
+def network_namespace_available() -> bool:
+    """True when `unshare --net` works here (root, or user namespaces allowed)."""
+    flags = _user_flags()
+    return flags is not None and _unshare_works((*flags, "--net"))
 
 
 @lru_cache(maxsize=1)
 def pid_namespace_available() -> bool:
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return False
-    try:
-        probe = subprocess.run(
-            [unshare, "--pid", "--fork", "--kill-child", "--", "true"], capture_output=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0
+    """True when the child can get its own PID namespace and /proc (it then sees no other process)."""
+    flags = _user_flags()
+    return flags is not None and _unshare_works((*flags, *_PID_FLAGS))
 
 
 def _child_env(limits: Limits, home: Path) -> dict[str, str]:
@@ -91,6 +106,7 @@ def _child_env(limits: Limits, home: Path) -> dict[str, str]:
         TMPDIR=str(home),
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONHASHSEED="0",
+        JOBLIB_MULTIPROCESSING="0",  # one process by design; it would only warn that /dev/shm is closed
         OMP_NUM_THREADS=threads,
         OPENBLAS_NUM_THREADS=threads,
         MKL_NUM_THREADS=threads,
@@ -114,17 +130,35 @@ class _Waiter(threading.Thread):
 
 
 class _TailReader(threading.Thread):
-    """Drains a pipe so the child never blocks on it, keeping only the last `cap` bytes."""
+    """Drains a pipe so the child never blocks on it, keeping only the last `cap` bytes.
+
+    It polls instead of blocking in read, so that it can stop (and the pipe can be closed) even while a
+    stray descendant still holds the write end open.
+    """
 
     def __init__(self, stream: Any, cap: int) -> None:
         super().__init__(daemon=True)
-        self.stream, self.cap = stream, cap
+        self.fd, self.cap = stream.fileno(), cap
         self.chunks: deque[bytes] = deque()
         self.kept = 0
         self.total = 0
+        self.deadline: float | None = None  # set once the child has ended: drain until then, then stop
+
+    def finish(self, grace_s: float) -> None:
+        self.deadline = time.monotonic() + grace_s
+        self.join(timeout=grace_s + 1)
 
     def run(self) -> None:
-        for chunk in iter(lambda: self.stream.read1(65536), b""):
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN | select.POLLHUP)
+        while self.deadline is None or time.monotonic() < self.deadline:
+            if not poller.poll(50):
+                if self.deadline is not None:
+                    return  # the child has ended and nothing more is coming now
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return
             self.total += len(chunk)
             self.chunks.append(chunk)
             self.kept += len(chunk)
@@ -156,7 +190,12 @@ def _run_in(root: Path, entry: str, payload: dict[str, Any], limits: Limits) -> 
     work.mkdir()
     result_path = root / "result.json"
     spec_path = root / "spec.json"
-    spec = {"entry": entry, "payload": payload, "result_path": str(result_path), "limits": limits.model_dump()}
+    spec = {
+        "entry": entry,
+        "payload": payload,
+        "result_path": str(result_path),
+        "limits": limits.model_dump(),
+    }
     spec_path.write_text(json.dumps(spec))
 
     isolation = [
@@ -168,28 +207,52 @@ def _run_in(root: Path, entry: str, payload: dict[str, Any], limits: Limits) -> 
     cmd = [sys.executable, "-I", "-m", "autoresearch_mcp.sandbox.child", str(spec_path)]
     unshare = shutil.which("unshare")
     prefix: list[str] = []
-    if not limits.network and network_namespace_available() and unshare:
+    if not limits.network and network_namespace_available():
         prefix += ["--net"]
         isolation.append("no network (empty network namespace)")
     elif not limits.network:
         isolation.append("network NOT isolated (no permission to create a network namespace)")
-    if pid_namespace_available() and unshare:
-        # Every process the child starts dies with it: the namespace's init is the child.
-        prefix += ["--pid", "--fork", "--kill-child"]
-        isolation.append("own PID namespace (stray processes die with it)")
+    if pid_namespace_available():
+        # Every process the child starts dies with it (the namespace's init is the child), and its own
+        # /proc hides every other process, with their environments.
+        prefix += _PID_FLAGS
+        isolation.append("own PID namespace and /proc (stray processes die with it)")
+    else:
+        isolation.append("no PID namespace: a process that leaves its process group can outlive the run")
     if prefix and unshare:
-        cmd = [unshare, *prefix, "--", *cmd]
+        cmd = [unshare, *(_user_flags() or ()), *prefix, "--", *cmd]
+    abi = landlock_abi()
+    if abi:
+        isolation.append(
+            f"Landlock ABI {abi}: writes only in the working directory, reads only Python, system "
+            "libraries and the files the task names"
+            + (", no TCP" if abi >= 4 and not limits.network else "")
+            + (", no signals to other processes" if abi >= 6 else "")
+        )
+    else:
+        isolation.append("filesystem NOT confined (no Landlock): the child can read what this user can")
 
     started = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=work,
-        env=_child_env(limits, work),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so a kill takes every descendant
-    )
+    # The child watches the read end and dies when it reads EOF: when we close the write end, or when
+    # this process dies (a server killed mid-experiment must not leave training running).
+    watch_r, watch_w = os.pipe()
+    env = {**_child_env(limits, work), "AUTORESEARCH_SANDBOX_WATCH_FD": str(watch_r)}
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so a kill takes every descendant
+            pass_fds=(watch_r,),
+        )
+    except BaseException:
+        os.close(watch_w)
+        raise
+    finally:
+        os.close(watch_r)
     reader = _TailReader(proc.stdout, limits.output_bytes)
     reader.start()
     waiter = _Waiter(proc.pid)
@@ -198,8 +261,11 @@ def _run_in(root: Path, entry: str, payload: dict[str, Any], limits: Limits) -> 
     timed_out = waiter.is_alive()
     _kill_group(proc)  # on a timeout the child; always, anything it left in its process group
     waiter.join()
+    os.close(watch_w)
     proc.returncode = waiter.returncode
-    reader.join(timeout=5)
+    reader.finish(grace_s=2)
+    if proc.stdout is not None:
+        proc.stdout.close()
     wall = time.monotonic() - started
     cpu = waiter.cpu_s
     tail = reader.tail()

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.sandbox.codeopt_child import POLICY
-from autoresearch_mcp.sandbox.guard import check_source
+from autoresearch_mcp.sandbox.codeopt_child import ALLOWED_IMPORTS, EXTRA_FORBIDDEN_NAMES
+from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.records import (
     REFERENCE_SOURCE,
     first_difference,
@@ -26,6 +26,12 @@ from autoresearch_mcp.server.tasks import register
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome, Task, sandbox_failure
 
 ENTRY = "autoresearch_mcp.sandbox.codeopt_child:run_benchmark"
+POLICY = GuardPolicy(
+    allowed_imports=ALLOWED_IMPORTS,
+    extra_forbidden_names=EXTRA_FORBIDDEN_NAMES,
+    max_source_bytes=60_000,
+    required_functions={"process_records": ("records",)},
+)
 DEFAULT_RECORDS = 10_000
 DEFAULT_REPEATS = 20
 # Plain Python on 10k small dicts needs ~100 MB; a first benchmark (baseline + candidate, 21 calls each)
@@ -47,7 +53,16 @@ class CodeOptTask(Task):
         self.repeats = int(settings.get("codeopt_repeats") or DEFAULT_REPEATS)
 
     def options(self) -> dict[str, Any]:
-        return {"n_records": self.n_records, "repeats": self.repeats, "limits": DEFAULT_LIMITS.model_dump()}
+        # Larger settings need proportionally more time, and memory for one input of n records.
+        scale = max(1.0, self.n_records / DEFAULT_RECORDS * (self.repeats + 1) / (DEFAULT_REPEATS + 1))
+        limits = DEFAULT_LIMITS.model_copy(
+            update={
+                "wall_s": min(DEFAULT_LIMITS.wall_s * scale, 3600.0),
+                "cpu_s": min(DEFAULT_LIMITS.cpu_s * scale, 3600.0),
+                "memory_mb": max(DEFAULT_LIMITS.memory_mb, 256 + self.n_records // 500),
+            }
+        )
+        return {"n_records": self.n_records, "repeats": self.repeats, "limits": limits.model_dump()}
 
     def initial_artifact(self) -> str:
         return REFERENCE_SOURCE
@@ -88,7 +103,9 @@ class CodeOptTask(Task):
         return _judge(data, seeds, n, baseline, state)
 
 
-def _judge(data: dict[str, Any], seeds: list[int], n: int, baseline: float | None, state: dict) -> Outcome:
+def _judge(
+    data: dict[str, Any], seeds: list[int], n: int, baseline: float | None, state: dict[str, Any]
+) -> Outcome:
     error, detail = data.get("error"), str(data.get("detail", ""))
     if error == "type":
         return Outcome(status="incorrect", metrics={"correct": 0.0}, error_tail=detail, state_update=state)

@@ -1,0 +1,294 @@
+"""codeopt-records: the data, the reference, the catalogue of rewrites, and the sandboxed benchmark,
+including the attacks a candidate could try on the timer, the inputs and the correctness check."""
+
+import gc
+import json
+import time
+from typing import Any
+
+import pytest
+
+from autoresearch_mcp.client.llm import rewrites
+from autoresearch_mcp.sandbox.codeopt_child import HIDDEN_BUILTINS
+from autoresearch_mcp.sandbox.guard import FORBIDDEN_NAMES
+from autoresearch_mcp.sandbox.records import (
+    REFERENCE_SOURCE,
+    first_difference,
+    load_reference,
+    make_records,
+    process_records_fast,
+)
+from autoresearch_mcp.sandbox.runner import Limits
+from autoresearch_mcp.server.tasks import make_task
+from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome
+from autoresearch_mcp.server.tasks.codeopt_records import CodeOptTask
+
+SMALL = {"codeopt_records": 1500, "codeopt_repeats": 3}
+REFERENCE_AS_HELPER = REFERENCE_SOURCE.replace("def process_records(records):", "def _reference(records):")
+
+
+def benchmark(source: str, *, iteration: int = 1, **options: Any) -> Outcome:
+    task = CodeOptTask(SMALL)
+    ctx = ExecContext(run_id="r-test", seed=42, iteration=iteration, options={**task.options(), **options})
+    return task.execute(NoParams(), source, ctx)
+
+
+def load(source: str) -> Any:
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "candidate.py", "exec"), namespace)
+    return namespace["process_records"]
+
+
+# -- data, reference and comparison rule ---------------------------------------------------------
+
+
+def test_records_are_plain_json_and_the_same_for_the_same_seed() -> None:
+    records = make_records(200, 7)
+    assert records == make_records(200, 7) != make_records(200, 8)
+    assert json.loads(json.dumps(records)) == records
+    assert {type(r["active"]) for r in records} == {bool} and {type(r["rating"]) for r in records} == {float}
+
+
+def test_the_trusted_twin_matches_the_reference_on_many_inputs_and_edge_sizes() -> None:
+    reference = load_reference()
+    for n, seed in [(0, 1), (1, 2), (2, 3), (7, 4), (60, 5), (2500, 6), (10_000, 7)]:
+        records = make_records(n, seed)
+        assert first_difference(reference(records), process_records_fast(records)) is None
+
+
+def test_the_reference_output_is_a_few_kilobytes_and_does_not_touch_its_input() -> None:
+    records = make_records(10_000, 3)
+    before = json.dumps(records)
+    output = load_reference()(records)
+    assert 2_000 < len(json.dumps(output)) < 8_000
+    assert json.dumps(records) == before
+
+
+def test_the_comparison_rule_tolerates_float_noise_but_not_type_or_value_changes() -> None:
+    assert first_difference({"a": [1, 0.1 + 0.2]}, {"a": [1.0, 0.3]}) is None
+    assert first_difference({"a": True}, {"a": 1}) == "output['a']: expected True, got 1"
+    assert first_difference({"a": 1.0}, {"a": 1.001}) == "output['a']: expected 1.0, got 1.001"
+    assert first_difference({"a": 1}, {"b": 1}) == "output: keys differ (missing ['a'], unexpected ['b'])"
+    assert first_difference(["x"], ("x",)) == "output: expected a list, got ('x',)"
+
+
+def test_the_baseline_takes_10_to_100_ms_of_cpu_on_10000_records() -> None:
+    reference = load_reference()
+    times = []
+    for seed in range(3):
+        records = make_records(10_000, seed)
+        gc.collect()
+        start = time.process_time()  # CPU time: other processes on the machine do not inflate it
+        reference(records)
+        times.append(time.process_time() - start)
+    assert 0.01 <= min(times) <= 0.1
+
+
+# -- the rewrite catalogue ------------------------------------------------------------------------
+
+
+def test_every_cumulative_rewrite_passes_the_guard_and_matches_the_reference() -> None:
+    task = CodeOptTask({})
+    reference = load_reference()
+    inputs = [make_records(n, seed) for n, seed in [(0, 1), (3, 2), (40, 3), (3000, 4)]]
+    assert len(rewrites.REWRITES) >= 6
+    for step in range(len(rewrites.REWRITES) + 1):
+        source = rewrites.source_after(step)
+        assert task.check_artifact(source) == [], f"step {step}"
+        candidate = load(source)
+        for records in inputs:
+            assert first_difference(reference(records), candidate(records)) is None, f"step {step}"
+
+
+def test_each_rewrite_search_text_occurs_exactly_once_where_it_applies() -> None:
+    for step, rewrite in enumerate(rewrites.REWRITES):
+        source = rewrites.source_after(step)
+        for search, _ in rewrite.edits:
+            assert source.count(search) == 1, f"step {step + 1}: {search[:60]!r}"
+        source = rewrites.apply_edits(source, rewrite.edits)
+
+
+def test_apply_edits_refuses_a_search_text_that_is_missing_or_repeated() -> None:
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        rewrites.apply_edits("a = 1\n", [("b", "c")])
+    with pytest.raises(ValueError, match="occurs 2 times"):
+        rewrites.apply_edits("a = a\n", [("a", "b")])
+
+
+def test_the_wrong_rewrite_passes_the_guard_but_changes_the_output() -> None:
+    source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
+    assert CodeOptTask({}).check_artifact(source) == []
+    records = make_records(500, 1)
+    assert first_difference(load_reference()(records), load(source)(records)) is not None
+
+
+def test_the_last_rewrite_is_several_times_faster_than_the_reference() -> None:
+    reference, fastest = load_reference(), load(rewrites.source_after(len(rewrites.REWRITES)))
+    best: dict[str, float] = {"reference": 1e9, "fastest": 1e9}
+    for seed in range(5):
+        records = make_records(10_000, seed)
+        for name, function in (("reference", reference), ("fastest", fastest)):
+            start = time.perf_counter()
+            function(records)
+            best[name] = min(best[name], time.perf_counter() - start)
+    assert best["reference"] / best["fastest"] > 2.5  # about 6.5 on an idle machine
+
+
+# -- the task -----------------------------------------------------------------------------------
+
+
+def test_the_task_is_registered_and_takes_its_sizes_from_the_settings() -> None:
+    task = make_task("codeopt-records", {"codeopt_records": 2000, "codeopt_repeats": None})
+    assert isinstance(task, CodeOptTask)
+    assert (task.metric, task.direction, task.experiment_tool) == ("speedup", "max", "run_benchmark")
+    options = task.options()
+    assert (options["n_records"], options["repeats"]) == (2000, 20)
+    assert Limits.model_validate(options["limits"]).memory_mb == 512
+    assert task.initial_artifact() == REFERENCE_SOURCE and task.check_artifact(REFERENCE_SOURCE) == []
+
+
+def test_larger_settings_get_proportionally_larger_limits() -> None:
+    default = Limits.model_validate(CodeOptTask({}).options()["limits"])
+    assert (default.wall_s, default.cpu_s, default.memory_mb) == (30, 30, 512)
+    big = Limits.model_validate(
+        CodeOptTask({"codeopt_records": 500_000, "codeopt_repeats": 41}).options()["limits"]
+    )
+    assert (big.wall_s, big.cpu_s, big.memory_mb) == (3000, 3000, 1256)
+
+
+def test_check_artifact_refuses_non_stdlib_imports_and_a_changed_signature() -> None:
+    source = "import numpy\n\n\ndef process_records(records, cache=None):\n    return {}\n"
+    found = CodeOptTask({}).check_artifact(source)
+    assert found[0].startswith(
+        "line 1: import of 'numpy' is not allowed; allowed: array, bisect, collections"
+    )
+    assert "must keep the signature `def process_records(records)`" in found[1]
+
+
+def test_the_first_benchmark_measures_the_baseline_and_later_ones_reuse_it() -> None:
+    # How much faster a rewrite is, is measured without a loaded machine's noise in the in-process test
+    # above and in benchmarks/codeopt_limits.py; here, where the numbers come from and go.
+    first = benchmark(REFERENCE_SOURCE)
+    assert first.status == "ok" and set(first.state_update) == {"baseline_ms"}
+    baseline = first.state_update["baseline_ms"]
+    assert first.metrics["correct"] == 1.0 and first.metrics["inputs"] == 4
+    assert first.metric == pytest.approx(baseline / first.metrics["time_ms"], rel=1e-3)
+    fastest = benchmark(rewrites.source_after(len(rewrites.REWRITES)), iteration=2, baseline_ms=baseline)
+    assert fastest.status == "ok" and fastest.state_update == {}
+    assert (
+        fastest.metrics["baseline_ms"] == round(baseline, 4) and fastest.metric == fastest.metrics["speedup"]
+    )
+    assert fastest.metric == pytest.approx(baseline / fastest.metrics["time_ms"], rel=1e-3)
+
+
+def test_a_wrong_rewrite_is_incorrect_and_says_what_differed_on_which_input() -> None:
+    source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
+    outcome = benchmark(source, baseline_ms=10.0)
+    assert outcome.status == "incorrect" and outcome.metric is None and outcome.metrics == {"correct": 0.0}
+    assert outcome.error_tail is not None
+    assert outcome.error_tail.startswith("wrong output (call 1 of 4, input make_records(1500, seed=")
+    assert "['top_earners'][0]['id']: expected" in outcome.error_tail
+
+
+def test_an_exception_in_the_candidate_is_a_crash_with_its_traceback() -> None:
+    outcome = benchmark(
+        "def process_records(records):\n    return records[0]['no such field']\n", baseline_ms=1.0
+    )
+    assert outcome.status == "crash" and outcome.error_tail is not None
+    assert outcome.error_tail.startswith("process_records raised an exception:")
+    assert "KeyError: 'no such field'" in outcome.error_tail
+
+
+def test_a_source_that_fails_to_load_is_a_crash_that_says_so() -> None:
+    outcome = benchmark("import os\n\n\ndef process_records(records):\n    return {}\n", baseline_ms=1.0)
+    assert outcome.status == "crash" and outcome.error_tail is not None
+    assert "train.py failed to load" in outcome.error_tail
+    assert "ImportError: import of 'os' is not allowed in this sandbox" in outcome.error_tail
+
+
+def test_the_candidate_runs_without_the_guards_forbidden_builtins_even_when_the_guard_is_skipped() -> None:
+    assert FORBIDDEN_NAMES <= HIDDEN_BUILTINS
+    source = "def process_records(records):\n    return open('/etc/passwd').read()\n"
+    outcome = benchmark(source, baseline_ms=1.0)
+    assert outcome.status == "crash" and "NameError: name 'open' is not defined" in (outcome.error_tail or "")
+
+
+def test_a_candidate_that_never_returns_times_out() -> None:
+    limits = Limits(wall_s=1.5, cpu_s=10, memory_mb=512).model_dump()
+    outcome = benchmark("def process_records(records):\n    while True:\n        pass\n", limits=limits)
+    assert outcome.status == "timeout" and "wall-clock limit of 1.5 s" in (outcome.error_tail or "")
+
+
+def test_deep_recursion_in_the_candidate_is_a_crash() -> None:
+    source = "def process_records(records):\n    return process_records(records)\n"
+    outcome = benchmark(source, baseline_ms=1.0)
+    assert outcome.status == "crash" and "RecursionError" in (outcome.error_tail or "")
+
+
+# -- attacks on the measurement: each fails on its own merits, even with the guard skipped --------
+
+
+def test_returning_a_dict_subclass_is_incorrect() -> None:
+    source = REFERENCE_AS_HELPER + (
+        "\n\nclass Result(dict):\n    pass\n\n\ndef process_records(records):\n    return Result(_reference(records))\n"
+    )
+    outcome = benchmark(source, baseline_ms=10.0)
+    assert outcome.status == "incorrect"
+    assert outcome.error_tail == "output is a Result; return only dict, list, str, int, float, bool and None"
+
+
+def test_returning_a_lazy_object_that_equals_anything_is_incorrect() -> None:
+    source = (
+        "class Anything:\n    def __eq__(self, other):\n        return True\n\n\n"
+        "def process_records(records):\n    return {'total': Anything()}\n"
+    )
+    outcome = benchmark(source, baseline_ms=10.0)
+    assert outcome.status == "incorrect" and "output['total'] is a Anything" in (outcome.error_tail or "")
+
+
+def test_caching_the_first_answer_across_calls_is_incorrect() -> None:
+    source = REFERENCE_AS_HELPER + (
+        "\n\n_cache = []\n\n\ndef process_records(records):\n"
+        "    if not _cache:\n        _cache.append(_reference(records))\n    return _cache[0]\n"
+    )
+    outcome = benchmark(source, baseline_ms=10.0)
+    assert outcome.status == "incorrect" and "call 2 of 4" in (outcome.error_tail or "")
+
+
+def test_special_casing_a_known_benchmark_input_is_incorrect() -> None:
+    # The exact answer for the input a candidate might expect (the run seed), returned instantly.
+    known = repr(load_reference()(make_records(SMALL["codeopt_records"], 42)))
+    source = f"ANSWER = {known}\n\n\ndef process_records(records):\n    return ANSWER\n"
+    assert CodeOptTask({}).check_artifact(source) == []  # nothing for the guard to see
+    outcome = benchmark(source, baseline_ms=10.0)
+    assert outcome.status == "incorrect" and "call 1 of 4" in (outcome.error_tail or "")
+
+
+def test_mutating_the_input_to_make_the_work_trivial_is_incorrect() -> None:
+    source = REFERENCE_AS_HELPER + (
+        "\n\ndef process_records(records):\n    del records[1:]\n    return _reference(records)\n"
+    )
+    outcome = benchmark(source, baseline_ms=10.0)
+    assert outcome.status == "incorrect" and "output['total']: expected 1500, got 1" in (
+        outcome.error_tail or ""
+    )
+
+
+def test_patching_the_clock_through_an_escape_is_refused_by_the_guard_and_changes_nothing_without_it() -> (
+    None
+):
+    escape = (
+        "def _module(name):\n"
+        "    for kind in ().__class__.__base__.__subclasses__():\n"
+        "        if kind.__name__ == '_wrap_close':\n"
+        "            return kind.__init__.__globals__['sys'].modules[name]\n\n\n"
+        "_module('time').perf_counter = lambda: 0.0\n"
+        "_module('autoresearch_mcp.sandbox.codeopt_child')._clock = lambda: 0.0\n"
+        "assert _module('time').perf_counter() == 0.0  # the patch took: the escape works\n\n\n"
+    )
+    source = escape + REFERENCE_SOURCE
+    assert any("'__class__' is not allowed" in p for p in CodeOptTask({}).check_artifact(source))
+    first = benchmark(REFERENCE_SOURCE)
+    outcome = benchmark(source, baseline_ms=first.state_update["baseline_ms"])
+    # A patched clock would read 0 ms and a speedup in the thousands.
+    assert outcome.status == "ok" and outcome.metrics["time_ms"] > 1.0 and outcome.metric < 50
