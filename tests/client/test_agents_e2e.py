@@ -179,3 +179,30 @@ def test_without_an_api_key_the_run_command_names_the_alternatives(
     err = capsys.readouterr().err
     assert code == 2 and "ANTHROPIC_API_KEY" in err and "--llm scripted" in err and "--llm openai" in err
     assert not (tmp_path / "x.db").exists()  # refused before any run was started
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["stateful", "stateless"])
+async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, server_env: None, mode: str):
+    args = args_for(tmp_path, "--task", "codeopt-records", "--llm", "scripted", "--iterations", "2")
+    result = await run_session(args, mode=mode, seed=42)
+    assert result.scripted and result.stop_reason == "budget" and result.experiments == 2
+    assert result.llm_calls == 2 and (result.best_metric or 0) > 1.0  # the catalogue's rewrites are faster
+    rows = experiments(tmp_path / "runs.db")
+    assert [row[1] for row in rows] == ["ok", "ok"]
+    records = load_transcript(result.transcript)
+    sent = records[0]["request"]["messages"]
+    if mode == "stateful":
+        # The model had not seen train.py yet, so the agent showed it (as a get_current_train_py exchange),
+        # and the model answered with search/replace edits plus run_benchmark in one reply.
+        assert sent[1]["tool_calls"][0]["name"] == "get_current_train_py"
+        assert "def process_records(records)" in sent[2]["tool_results"][0]["content"]
+        names = [call["name"] for call in records[0]["response"]["tool_calls"]]
+        assert names == ["modify_train_py", "run_benchmark"]
+        assert "edits" in records[0]["response"]["tool_calls"][0]["arguments"]
+    else:
+        assert "=== Iteration 0 (original) ===" in sent[0]["text"]
+        assert "=== Iteration 1 (time=" in records[1]["request"]["messages"][0]["text"]
+        assert records[1]["request"]["messages"][0]["text"].endswith(
+            "Reply with CODE: and the complete function."
+        )
