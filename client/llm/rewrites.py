@@ -355,3 +355,43 @@ WRONG_REWRITE = Rewrite(
         )
     ],
 )
+
+
+# After the catalogue, a real model keeps trying small changes that rarely help. The scripted backend
+# imitates that with semantically equivalent one-line alternatives of the final version: each variant
+# flips one of these lines (a Gray code over them), so every variant is a new, correct source that
+# differs from the previous one by exactly one search/replace edit.
+VARIANT_TOGGLES: list[tuple[str, str]] = [
+    ("salaries = list(map(get_salary, group))", 'salaries = [r["salary"] for r in group]'),
+    ("actives = list(map(get_active, group))", 'actives = [r["active"] for r in group]'),
+    ("ratings = list(map(get_rating, group))", 'ratings = [r["rating"] for r in group]'),
+    ("teams = Counter(map(get_city, group))", 'teams = Counter(r["city"] for r in group)'),
+    ("threshold = heapq.nlargest(3, salaries)[-1]", "threshold = sorted(salaries, reverse=True)[:3][-1]"),
+    ('"max_salary": max(salaries),', '"max_salary": sorted(salaries)[-1],'),
+]
+VARIANTS = 2 ** len(VARIANT_TOGGLES) - 1
+
+
+def _gray(k: int) -> int:
+    return k ^ (k >> 1)
+
+
+def variant_edit(k: int) -> tuple[str, str, str]:
+    """(description, search, replace) turning variant k-1 (0 = the final rewrite) into variant k."""
+    if not 1 <= k <= VARIANTS:
+        raise ValueError(f"variant must be 1..{VARIANTS}, got {k}")
+    bit = (_gray(k) ^ _gray(k - 1)).bit_length() - 1
+    plain, alternative = VARIANT_TOGGLES[bit]
+    on = bool(_gray(k) >> bit & 1)
+    search, replace = (plain, alternative) if on else (alternative, plain)
+    return f"Variant {k}: try `{replace.strip()}`", search, replace
+
+
+@cache
+def source_after_variant(k: int) -> str:
+    """The final rewrite with variant k's lines flipped (0 = the final rewrite itself)."""
+    source = source_after(len(REWRITES))
+    for bit, (plain, alternative) in enumerate(VARIANT_TOGGLES):
+        if _gray(k) >> bit & 1:
+            source = apply_edits(source, [(plain, alternative)])
+    return source

@@ -7,7 +7,8 @@ Use one instance per run: it remembers what it proposed.
   prompt (`Best: macro_f1=0.77 at #3, params n_estimators=300 ...`, or a JSON object on that line).
   It never proposes the same configuration twice.
 - codeopt-records: walks the rewrite catalogue (`rewrites.REWRITES`), one cumulative step per call, then
-  says it is done.
+  semantically equivalent one-line variants of the final version (`rewrites.variant_edit`), the kind of
+  non-improving attempt a real model keeps making, then says it is done.
 """
 
 import json
@@ -188,7 +189,7 @@ class _CodePolicy:
 
     @property
     def total(self) -> int:
-        return len(self.rewrites.REWRITES)
+        return len(self.rewrites.REWRITES) + self.rewrites.VARIANTS
 
     def next_step(self) -> int | None:
         if self.step >= self.total:
@@ -253,20 +254,27 @@ class ScriptedLLM:
         )
         step = self._code.next_step()
         total = self._code.total
+        rw = self._code.rewrites
         if step is None:
-            return self._reply(f"DONE: all {total} rewrites in the catalogue have been tried.")
-        rewrite = self._code.rewrites.REWRITES[step - 1]
-        if not stateful:
-            return self._reply("CODE:\n" + self._code.rewrites.source_after(step))
-        change: dict[str, Any] = {"description": rewrite.description}
-        if refused:
-            change["source"] = self._code.rewrites.source_after(step)
+            return self._reply(f"DONE: the {len(rw.REWRITES)} rewrites and {rw.VARIANTS} variants are tried.")
+        if step <= len(rw.REWRITES):
+            rewrite = rw.REWRITES[step - 1]
+            description, edits, source = rewrite.description, rewrite.edits, rw.source_after(step)
         else:
-            change["edits"] = [{"search": s, "replace": r} for s, r in rewrite.edits]
+            variant = step - len(rw.REWRITES)
+            description, search, replace = rw.variant_edit(variant)
+            edits, source = [(search, replace)], rw.source_after_variant(variant)
+        if not stateful:
+            return self._reply("CODE:\n" + source)
+        change: dict[str, Any] = {"description": description}
+        if refused:
+            change["source"] = source
+        else:
+            change["edits"] = [{"search": s, "replace": r} for s, r in edits]
         modify = ToolCall(id=self._id(), name="modify_train_py", arguments=change)
         self._last_modify_id = modify.id
         bench = ToolCall(id=self._id(), name="run_benchmark", arguments={})
-        return self._reply(f"Rewrite {step}/{total}: {rewrite.description}", [modify, bench])
+        return self._reply(f"Step {step}/{total}: {description}", [modify, bench])
 
     async def aclose(self) -> None:
         return None

@@ -34,7 +34,13 @@ async def test_code_stateful_sends_each_catalogue_edit_then_a_benchmark_then_say
         assert edits == list(rewrite.edits)
         source = rewrites.apply_edits(source, edits)
         assert source == rewrites.source_after(step)
-        assert response.stop_reason == "tool_use" and f"{step}/{len(rewrites.REWRITES)}" in response.text
+        total = len(rewrites.REWRITES) + rewrites.VARIANTS
+        assert response.stop_reason == "tool_use" and f"{step}/{total}" in response.text
+    for k in range(1, rewrites.VARIANTS + 1):  # then one-line equivalent variants, one edit each
+        (modify, _) = (await llm.complete(_stateful("Summary"))).tool_calls
+        edits = [(e["search"], e["replace"]) for e in modify.arguments["edits"]]
+        source = rewrites.apply_edits(source, edits)
+        assert source == rewrites.source_after_variant(k)
     done = await llm.complete(_stateful("Summary"))
     assert done.tool_calls == [] and done.text.startswith("DONE") and done.stop_reason == "end_turn"
 
@@ -70,4 +76,27 @@ async def test_code_stateless_replies_with_the_complete_source_of_each_step_then
     for step in range(1, len(rewrites.REWRITES) + 1):
         response = await llm.complete(prompt)
         assert response.text == "CODE:\n" + rewrites.source_after(step) and response.tool_calls == []
+    for k in range(1, rewrites.VARIANTS + 1):
+        assert (await llm.complete(prompt)).text == "CODE:\n" + rewrites.source_after_variant(k)
     assert (await llm.complete(prompt)).text.startswith("DONE")
+
+
+def test_after_the_catalogue_each_variant_is_one_edit_away_new_and_still_correct() -> None:
+    from autoresearch_mcp.sandbox.guard import check_source
+    from autoresearch_mcp.sandbox.records import first_difference, load_reference, make_records
+    from autoresearch_mcp.server.tasks.codeopt_records import POLICY
+
+    records = make_records(1500, 11)
+    expected = load_reference()(make_records(1500, 11))
+    source = rewrites.source_after(len(rewrites.REWRITES))
+    seen = {source}
+    for k in range(1, rewrites.VARIANTS + 1):
+        _, search, replace = rewrites.variant_edit(k)
+        source = rewrites.apply_edits(source, [(search, replace)])
+        assert source == rewrites.source_after_variant(k) and source not in seen
+        seen.add(source)
+        if k % 9 == 0:
+            assert check_source(source, POLICY) == []
+            namespace: dict = {}
+            exec(source, namespace)
+            assert first_difference(expected, namespace["process_records"](records)) is None
