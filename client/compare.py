@@ -29,6 +29,11 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     parser = sub.add_parser("compare", help="run stateless and stateful side by side and write results")
     add_agent_arguments(parser)
     parser.add_argument("--seeds", default="42,123,456", help="comma-separated seeds")
+    parser.add_argument(
+        "--modes",
+        default="stateless,stateful",
+        help="which agents to run (e.g. only stateful, for a window study)",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(
         "--parallel",
@@ -150,7 +155,8 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
     out: Path = args.out
     db = out / "runs.db"
     args.db = db
-    task_bar = progress.add_task("compare", total=len(seeds) * len(MODES))
+    modes = [m for m in MODES if m in args.modes.split(",")]
+    task_bar = progress.add_task("compare", total=len(seeds) * len(modes))
     runs = []
     for seed in seeds:
         jobs = [
@@ -161,10 +167,10 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
                 transcript=out / "transcripts" / f"{mode}-{seed}.jsonl",
                 name=f"compare {mode} seed {seed}",
             )
-            for mode in MODES
+            for mode in modes
         ]
         progress.update(
-            task_bar, description=f"seed {seed}: {' + '.join(MODES) if args.parallel else 'running'}"
+            task_bar, description=f"seed {seed}: {' + '.join(modes) if args.parallel else 'running'}"
         )
         if args.parallel:
             results = await asyncio.gather(*jobs)
@@ -174,9 +180,9 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
                 results.append(await job)
                 progress.advance(task_bar)
         if args.parallel:
-            progress.advance(task_bar, len(MODES))
+            progress.advance(task_bar, len(modes))
         store = Store(db)
-        runs += [run_record(mode, seed, result, store) for mode, result in zip(MODES, results, strict=True)]
+        runs += [run_record(mode, seed, result, store) for mode, result in zip(modes, results, strict=True)]
         store.close()
     llm = results[0]
     return {
