@@ -143,8 +143,11 @@ class Transcript:
 
 
 def load_transcript(path: Path | str) -> list[dict[str, Any]]:
-    """Every line of a transcript, in order. A torn last line (a killed run) is skipped."""
-    records = []
+    """Every line of a transcript, in order. A torn last line (a killed run) is skipped; a run that made
+    no call has no transcript, which reads as no lines."""
+    records: list[dict[str, Any]] = []
+    if not Path(path).exists():
+        return records
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue

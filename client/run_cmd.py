@@ -43,6 +43,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompt-caching", action="store_true", help="anthropic: cache system prompt and tools"
     )
+    parser.add_argument(
+        "--tool-choice",
+        default="auto",
+        help="openai: 'auto', or a tool name to force every turn (helps small local models)",
+    )
     parser.add_argument("--iterations", type=int, default=15, help="experiment budget")
     parser.add_argument("--target", type=float, help="stop when the metric reaches this")
     parser.add_argument(
@@ -78,6 +83,7 @@ def build_llm(args: argparse.Namespace, seed: int) -> LLM:
         seed=seed,
         task=args.task,
         prompt_caching=args.prompt_caching,
+        tool_choice=args.tool_choice,
     )
 
 

@@ -15,7 +15,7 @@ from autoresearch_mcp.client.check import AgentConfig, AgentResult, Progress, St
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.meter import Transcript
-from autoresearch_mcp.client.prompts import NUDGE, STATEFUL_SYSTEM, stateful_turn
+from autoresearch_mcp.client.prompts import NO_EXPERIMENT_YET, NUDGE, STATEFUL_SYSTEM, stateful_turn
 from autoresearch_mcp.client.tools import agent_tools
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
@@ -116,11 +116,13 @@ class StatefulAgent:
             self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
             if not response.tool_calls:
-                if "DONE" in response.text:
+                # A DONE before any experiment ran is a misfire (small models do this), not a decision.
+                if "DONE" in response.text and run["used"] > 0:
                     stop = ("llm-done", response.text.strip()[:300])
                     break
                 self.failures += 1
-                self.turns.append(Turn(assistant=assistant, user=Message(role="user", text=NUDGE)))
+                nudge = NUDGE if run["used"] > 0 else NO_EXPERIMENT_YET
+                self.turns.append(Turn(assistant=assistant, user=Message(role="user", text=nudge)))
                 continue
             self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
         return await finish(self.rc, self.run_id, "stateful", stop, self.calls, self.transcript)

@@ -84,7 +84,7 @@ class StatelessAgent:
     async def _hpo_step(self, text: str) -> tuple[StopReason, str] | None:
         params = parse_json_object(text)
         if params is None:
-            if "DONE" in text:
+            if "DONE" in text and self.history:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             return None
@@ -102,7 +102,7 @@ class StatelessAgent:
     async def _code_step(self, text: str) -> tuple[StopReason, str] | None:
         code = parse_code(text)
         if code is None:
-            if "DONE" in text:
+            if "DONE" in text and len(self.history) > 1:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             return None

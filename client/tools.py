@@ -21,7 +21,9 @@ TOOLS_BY_KIND = {
     ),
 }
 HIDDEN_ARGS = {"run_id"}
-DROP_KEYS = {"title", "examples"}
+# Length caps stay enforced by the server; sent to the model they only cost tokens, and llama.cpp
+# servers turn a maxLength of 2000 into a grammar too large to build (it crashes the server).
+DROP_KEYS = {"title", "examples", "maxLength", "minLength"}
 
 
 def _first_sentence(text: str) -> str:

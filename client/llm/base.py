@@ -157,6 +157,7 @@ def make_llm(
     prompt_caching: bool = False,
     retry: RetryPolicy | None = None,
     timeout: float = 120.0,
+    tool_choice: str | None = None,
 ) -> LLM:
     """Build the backend the CLI asked for. `max_tokens`, when given, overrides each request's own."""
     retry = retry or RetryPolicy()
@@ -183,6 +184,7 @@ def make_llm(
             seed=seed,
             retry=retry,
             timeout=timeout,
+            tool_choice=tool_choice,
         )
     if kind == "scripted":
         from autoresearch_mcp.client.llm.scripted import ScriptedLLM

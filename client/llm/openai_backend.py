@@ -115,8 +115,12 @@ class OpenAILLM:
         seed: int | None = None,
         retry: RetryPolicy | None = None,
         timeout: float = 120.0,
+        tool_choice: str | None = None,
     ) -> None:
         self.model = model  # None: ask the server (/v1/models) on the first call
+        # "auto" (None) lets the model choose; a tool name forces that call every turn, which small
+        # local models need (given a choice, a 1.5B model tends to answer in prose instead).
+        self.tool_choice = tool_choice
         self.name = f"openai:{model or 'auto'}"
         self.max_tokens = max_tokens
         self.seed = seed
@@ -142,6 +146,8 @@ class OpenAILLM:
                 }
                 for t in request.tools
             ]
+            if self.tool_choice in {t.name for t in request.tools}:
+                params["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
         if self.seed is not None:
             params["seed"] = self.seed
         completion = await with_retries(
