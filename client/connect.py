@@ -105,7 +105,10 @@ async def connect(
                 yield ResearchClient(client)
     except* MCPError as group:
         first = group.exceptions[0]
-        raise ResearchError(f"the MCP server failed: {first}") from None
+        hint = (
+            " (an HTTP server that wants a token: check --token / AUTORESEARCH_TOKEN)" if server_url else ""
+        )
+        raise ResearchError(f"the MCP server failed: {first}{hint}") from None
     except* (OSError, httpx2.HTTPError) as group:
         first = group.exceptions[0]
         where = server_url or "the spawned stdio server"
