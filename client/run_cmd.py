@@ -44,6 +44,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompt-caching", action="store_true", help="anthropic: cache system prompt and tools"
     )
     parser.add_argument(
+        "--llm-timeout",
+        type=float,
+        default=120.0,
+        help="seconds one LLM call may take (raise for slow local models)",
+    )
+    parser.add_argument(
         "--tool-choice",
         default="auto",
         help="openai: 'auto', or a tool name to force every turn (helps small local models)",
@@ -84,6 +90,7 @@ def build_llm(args: argparse.Namespace, seed: int) -> LLM:
         task=args.task,
         prompt_caching=args.prompt_caching,
         tool_choice=args.tool_choice,
+        timeout=args.llm_timeout,
     )
 
 
