@@ -58,7 +58,10 @@ ADDITIVE_IDEMPOTENT = ToolAnnotations(
 RunId = Annotated[
     str | None,
     Field(
-        default=None, max_length=64, description="default: this session's run, else the latest running run"
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="default: this session's run, else the latest running run",
     ),
 ]
 
@@ -198,7 +201,7 @@ def build_server(
         ctx: Context,
         run_id: RunId = None,
         last: Annotated[int | None, Field(ge=1, le=1000, description="only the most recent N")] = None,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        offset: Annotated[int, Field(ge=0, le=1_000_000_000)] = 0,
         order: Literal["iteration", "metric"] = "iteration",
         status: ExperimentStatus | None = None,
     ) -> HistoryPage:
@@ -258,7 +261,7 @@ def build_server(
     @tool_errors
     def revert_train_py(
         ctx: Context,
-        version: Annotated[int, Field(ge=1, description="1 = the original")],
+        version: Annotated[int, Field(ge=1, le=1_000_000, description="1 = the original")],
         run_id: RunId = None,
     ) -> ArtifactInfo:
         """Restore an earlier version of train.py (as a new version)."""

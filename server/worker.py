@@ -11,8 +11,10 @@ stdin, one JSON reply per line on stdout, until stdin closes.
 
 import json
 import os
+import select
 import socket
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -50,10 +52,30 @@ def execute_dask_job(job_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     return execute_job(payload)
 
 
+def _exit_with_the_server(protocol_fd: int) -> None:
+    """The server reads our replies from this pipe; when it dies (kill -9 included), the pipe loses its
+    reader and poll reports POLLERR. Then stop at once rather than finish a job nobody will record; the
+    job's sandboxed child dies with us (it watches its own pipe to this process)."""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(protocol_fd, 0)  # no events asked for: only errors and hang-ups are reported
+        while True:
+            for _, event in poller.poll():
+                if event & select.POLLNVAL:
+                    return  # the pipe was closed here: we are exiting anyway
+                if event & (select.POLLERR | select.POLLHUP):
+                    os._exit(1)
+
+    if hasattr(select, "poll"):  # POSIX; elsewhere a worker finishes its job as before
+        threading.Thread(target=watch, daemon=True, name="exit-with-server").start()
+
+
 def main() -> int:
     # The protocol owns the real stdout; anything else that prints (task code, libraries) goes to stderr.
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    _exit_with_the_server(protocol.fileno())
     for line in sys.stdin:
         try:
             reply: dict[str, Any] = {"ok": execute_job(json.loads(line))}

@@ -224,3 +224,10 @@ async def test_a_legacy_session_keeps_using_the_run_it_started(settings):
         other_run = (await call(other, "start_run", {"task": "toy-quadratic"}))["run_id"]
         assert (await call(mine, "get_run_summary"))["run_id"] == my_run
         assert (await call(other, "get_run_summary"))["run_id"] == other_run
+
+
+async def test_an_empty_run_id_is_refused_rather_than_taken_as_the_default(settings):
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic"})
+        text = await refused(client, "get_run_summary", {"run_id": ""})
+        assert "run_id" in text and "at least 1 character" in text
