@@ -36,7 +36,8 @@ def to_api_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
             content = f"ERROR: {r.content}" if r.is_error else r.content
             out.append({"role": "tool", "tool_call_id": r.tool_call_id, "content": content})
         if msg.role == "assistant":
-            turn: dict[str, Any] = {"role": "assistant", "content": msg.text or None}
+            # "" rather than null: llama.cpp's server (and other strict ones) reject a null content.
+            turn: dict[str, Any] = {"role": "assistant", "content": msg.text}
             if msg.tool_calls:
                 turn["tool_calls"] = [
                     {

@@ -85,7 +85,7 @@ async def test_tool_calls_are_parsed_and_history_goes_out_as_chat_messages(
         {"role": "user", "content": "Summary: best 0.71."},
         {
             "role": "assistant",
-            "content": None,
+            "content": "",  # a string: llama.cpp rejects null
             "tool_calls": [
                 {
                     "id": "c1",
