@@ -152,6 +152,10 @@ def apply(conn: sqlite3.Connection) -> list[str]:
             continue
         with conn:  # one transaction per migration: all of it or none of it
             conn.execute("BEGIN IMMEDIATE")
+            # Another process opening the same new database may have applied it while we waited for
+            # the write lock (two servers started at once): check again inside the transaction.
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
+                continue
             for statement in sql.split(";"):
                 if statement.strip():
                     conn.execute(statement)

@@ -1,0 +1,43 @@
+"""Schema migrations: applied once, even when several servers open a new database at the same moment."""
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from autoresearch_mcp.server import migrations
+from autoresearch_mcp.server.store import Store
+
+
+def test_servers_opening_a_new_database_together_apply_each_migration_once(tmp_path: Path):
+    db = tmp_path / "shared.db"
+    start = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def open_store() -> None:
+        start.wait()
+        try:
+            Store(db).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    conn = sqlite3.connect(db)
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY name")]
+    finally:
+        conn.close()
+    assert names == sorted(name for name, _ in migrations.MIGRATIONS)
+
+
+def test_reopening_a_database_applies_nothing_new(tmp_path: Path):
+    Store(tmp_path / "runs.db").close()
+    conn = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
+    try:
+        assert migrations.apply(conn) == []
+    finally:
+        conn.close()
