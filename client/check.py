@@ -6,6 +6,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from autoresearch_mcp.client.connect import ResearchClient
+from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
 from autoresearch_mcp.client.meter import Transcript
 
 StopReason = Literal["budget", "target", "llm-done", "failures", "call-limit", "llm-error"]
@@ -85,3 +86,27 @@ async def finish(
         transcript=str(transcript.path),
         scripted=transcript.llm.scripted,
     )
+
+
+class Agent:
+    """What both agents share: their connection, transcript and CHECK counters, and one metered LLM call."""
+
+    def __init__(
+        self,
+        rc: ResearchClient,
+        transcript: Transcript,
+        run_id: str,
+        config: AgentConfig,
+        progress: Progress | None = None,
+    ) -> None:
+        self.rc, self.transcript, self.run_id, self.config = rc, transcript, run_id, config
+        self.progress = progress or (lambda event: None)
+        self.failures = 0
+        self.calls = 0
+
+    async def ask(self, request: LLMRequest, run: dict[str, Any]) -> LLMResponse:
+        """One LLM call toward the run's next experiment, recorded and shown; LLMError passes through."""
+        response, counts = await self.transcript.complete(request, iteration=run["used"] + 1)
+        self.calls += 1
+        self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})
+        return response

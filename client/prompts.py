@@ -25,11 +25,9 @@ NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
-def stateful_turn(summary: str, code: str | None, version: int | None) -> str:
-    text = f"Summary:\n{summary}"
-    if code is not None:
-        text += f"\n\ntrain.py v{version}:\n```python\n{code}```"
-    return text + "\nNext experiment?"
+def stateful_turn(summary: str) -> str:
+    """The per-turn message; train.py, when needed, travels in the window instead (see stateful.py)."""
+    return f"Summary:\n{summary}\nNext experiment?"
 
 
 # -- the stateless baseline, in the paper's format -------------------------------------------------

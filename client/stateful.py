@@ -11,7 +11,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.client.check import AgentConfig, AgentResult, Progress, StopReason, check, finish
+from autoresearch_mcp.client.check import (
+    Agent,
+    AgentConfig,
+    AgentResult,
+    Progress,
+    StopReason,
+    check,
+    finish,
+)
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.meter import Transcript
@@ -72,7 +80,7 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
     return json.dumps(data, separators=(",", ":"))[:MAX_RESULT_CHARS]
 
 
-class StatefulAgent:
+class StatefulAgent(Agent):
     def __init__(
         self,
         rc: ResearchClient,
@@ -81,11 +89,8 @@ class StatefulAgent:
         config: AgentConfig,
         progress: Progress | None = None,
     ) -> None:
-        self.rc, self.transcript, self.run_id, self.config = rc, transcript, run_id, config
-        self.progress = progress or (lambda event: None)
+        super().__init__(rc, transcript, run_id, config, progress)
         self.turns: list[Turn] = []
-        self.failures = 0
-        self.calls = 0
 
     async def run(self) -> AgentResult:
         tools = agent_tools(await self.rc.tools(), self.config.task, self.config.experiment_tool)
@@ -101,19 +106,17 @@ class StatefulAgent:
             if self.config.experiment_tool == "run_benchmark":
                 window = await self._show_code_if_unseen(window)
             summary = await self.rc.summary(self.run_id)
-            messages = [Message(role="user", text=stateful_turn(summary, None, None))]
+            messages = [Message(role="user", text=stateful_turn(summary))]
             for turn in window:
                 messages += [turn.assistant, turn.user]
             request = LLMRequest(
                 system=system, tools=tools, messages=messages, max_tokens=self.config.max_tokens
             )
             try:
-                response, counts = await self.transcript.complete(request, iteration=run["used"] + 1)
+                response = await self.ask(request, run)
             except LLMError as exc:
                 stop = ("llm-error", str(exc))
                 break
-            self.calls += 1
-            self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
             if not response.tool_calls:
                 # A DONE before any experiment ran is a misfire (small models do this), not a decision.

@@ -7,7 +7,15 @@ as the paper's runner kept it, and re-sent in full every time.
 
 from typing import Any
 
-from autoresearch_mcp.client.check import AgentConfig, AgentResult, Progress, StopReason, check, finish
+from autoresearch_mcp.client.check import (
+    Agent,
+    AgentConfig,
+    AgentResult,
+    Progress,
+    StopReason,
+    check,
+    finish,
+)
 from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
 from autoresearch_mcp.client.meter import Transcript
@@ -21,7 +29,7 @@ from autoresearch_mcp.client.prompts import (
 from autoresearch_mcp.client.tools import task_params_schema
 
 
-class StatelessAgent:
+class StatelessAgent(Agent):
     def __init__(
         self,
         rc: ResearchClient,
@@ -31,12 +39,9 @@ class StatelessAgent:
         task_description: str,
         progress: Progress | None = None,
     ) -> None:
-        self.rc, self.transcript, self.run_id, self.config = rc, transcript, run_id, config
+        super().__init__(rc, transcript, run_id, config, progress)
         self.description = task_description
-        self.progress = progress or (lambda event: None)
         self.history: list[dict[str, Any]] = []  # HPO: experiments; code: versions with benchmarks
-        self.failures = 0
-        self.calls = 0
 
     async def run(self) -> AgentResult:
         code_task = self.config.experiment_tool == "run_benchmark"
@@ -69,12 +74,10 @@ class StatelessAgent:
                 system="", messages=[Message(role="user", text=prompt)], max_tokens=self.config.max_tokens
             )
             try:
-                response, counts = await self.transcript.complete(request, iteration=run["used"] + 1)
+                response = await self.ask(request, run)
             except LLMError as exc:
                 stop = ("llm-error", str(exc))
                 break
-            self.calls += 1
-            self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})
             if code_task:
                 stop = await self._code_step(response.text)
             else:
