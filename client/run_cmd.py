@@ -32,6 +32,16 @@ def window_arg(value: str) -> int | None:
     return number
 
 
+def temperature_arg(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0.0 <= number <= 2.0:
+        raise argparse.ArgumentTypeError(f"--temperature is a number from 0 to 2, not {value!r}")
+    return number
+
+
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `run` and `compare`."""
     add_server_arguments(parser)
@@ -53,6 +63,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "--tool-choice",
         default="auto",
         help="openai: 'auto', or a tool name to force every turn (helps small local models)",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=temperature_arg,
+        help="openai: sampling temperature, 0 to 2 (default: the server's)",
     )
     parser.add_argument("--iterations", type=int, default=15, help="experiment budget")
     parser.add_argument("--target", type=float, help="stop when the metric reaches this")
@@ -91,6 +106,7 @@ def build_llm(args: argparse.Namespace, seed: int) -> LLM:
         prompt_caching=args.prompt_caching,
         tool_choice=args.tool_choice,
         timeout=args.llm_timeout,
+        temperature=args.temperature,
     )
 
 

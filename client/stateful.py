@@ -41,8 +41,24 @@ class Turn(BaseModel):
 def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
     if window is None:
         last = max((i for i, t in enumerate(turns) if t.recorded_experiment), default=-1)
-        return turns[last + 1 :]
-    return turns[-(window // 2) :] if window >= 2 else []
+        return _without_repeated_refusals(turns[last + 1 :])
+    return _without_repeated_refusals(turns[-(window // 2) :] if window >= 2 else [])
+
+
+def _calls_key(turn: Turn) -> str:
+    return json.dumps([(c.name, c.arguments) for c in turn.assistant.tool_calls], sort_keys=True)
+
+
+def _without_repeated_refusals(window: list[Turn]) -> list[Turn]:
+    """A refused call the model sent again shows once, at its latest place. Copies of its own refused
+    call taught a small model to send it yet again (Qwen2.5-Coder-1.5B did so five times in a row), and
+    each copy cost tokens while saying nothing new."""
+    refused = [
+        bool(t.assistant.tool_calls and t.user.tool_results) and all(r.is_error for r in t.user.tool_results)
+        for t in window
+    ]
+    latest = {_calls_key(t): i for i, t in enumerate(window) if t.assistant.tool_calls}
+    return [t for i, t in enumerate(window) if not refused[i] or latest[_calls_key(t)] == i]
 
 
 def known_version(window: list[Turn]) -> int | None:

@@ -4,9 +4,10 @@ import os
 import sqlite3
 import uuid
 
+from autoresearch_mcp.server.db import PROCESS_TOKEN, now, owner_alive, this_host
 from autoresearch_mcp.server.errors import ResearchError
 from autoresearch_mcp.server.models import Job, JobStatus
-from autoresearch_mcp.server.store import Store, _host, _pid_alive, now
+from autoresearch_mcp.server.store import Store
 
 SELECT_JOB = "SELECT j.*, e.iteration AS iteration FROM jobs j JOIN experiments e ON e.id = j.experiment_id"
 
@@ -20,8 +21,8 @@ class JobStore:
         with self.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO jobs (id, run_id, experiment_id, status, executor, submitted_at, owner_pid,"
-                " owner_host) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
-                (job_id, run_id, experiment_id, executor, now(), os.getpid(), _host()),
+                " owner_host, owner_token) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
+                (job_id, run_id, experiment_id, executor, now(), os.getpid(), this_host(), PROCESS_TOKEN),
             )
         return self.get(job_id)
 
@@ -60,16 +61,16 @@ class JobStore:
 
         Run after Store.mark_orphans_interrupted: their experiments are then 'interrupted' already,
         unless the outcome was stored just before the server died (then the job is done)."""
-        host = _host()
         rows = (
             self.store.reader()
             .execute(
-                "SELECT j.id, j.status, j.owner_pid, j.owner_host, e.status AS exp_status FROM jobs j"
+                "SELECT j.id, j.status, j.owner_pid, j.owner_host, j.owner_token, e.status AS exp_status"
+                " FROM jobs j"
                 " JOIN experiments e ON e.id = j.experiment_id WHERE j.status IN ('queued', 'running')"
             )
             .fetchall()
         )
-        dead = [r for r in rows if r["owner_host"] == host and not _pid_alive(r["owner_pid"])]
+        dead = [r for r in rows if not owner_alive(r["owner_pid"], r["owner_host"], r["owner_token"])]
         for row in dead:
             if row["exp_status"] in ("running", "interrupted"):
                 self.finish(row["id"], "failed", f"the server stopped while this job was {row['status']}")

@@ -140,6 +140,17 @@ migration(
 )
 
 
+# Which server process owns a running experiment or job: the PID alone cannot tell a restarted server
+# from its predecessor when both get the same PID (PID 1 in a container, on every start).
+migration(
+    "003_owner_token",
+    """
+    ALTER TABLE experiments ADD COLUMN owner_token TEXT;
+    ALTER TABLE jobs ADD COLUMN owner_token TEXT;
+    """,
+)
+
+
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply the migrations this database has not seen yet; return their names."""
     conn.execute(

@@ -1,97 +1,28 @@
 """The run store: one SQLite file (WAL), the only copy of every run's history.
 
-Each thread gets its own connection (MCP runs sync tools on worker threads). Every change that reads
-before it writes runs inside BEGIN IMMEDIATE, so two callers cannot both take the last unit of budget.
+Runs and experiments live here; train.py versions, notes and events in the records it inherits.
 """
 
-import hashlib
 import json
 import os
-import socket
 import sqlite3
-import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal
 
-from autoresearch_mcp.server import migrations
+from autoresearch_mcp.server.db import PROCESS_TOKEN, canonical_json, now, owner_alive, sha256, this_host
 from autoresearch_mcp.server.errors import RepeatError, ResearchError
 from autoresearch_mcp.server.models import (
-    ArtifactVersion,
     BestResult,
-    Event,
     Experiment,
     ExperimentStatus,
-    Note,
-    NoteKind,
     Run,
     RunStatus,
 )
-
-BUSY_TIMEOUT_S = 30.0
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+from autoresearch_mcp.server.store_artifacts import ArtifactRecords
+from autoresearch_mcp.server.store_notes import NoteRecords
 
 
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _host() -> str:
-    return socket.gethostname()
-
-
-class Store:
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        conn = self._conn()
-        conn.execute("PRAGMA journal_mode=WAL")
-        migrations.apply(conn)
-
-    # -- connections -------------------------------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
-        return conn
-
-    def reader(self) -> sqlite3.Connection:
-        """This thread's connection, for reads outside a transaction (e.g. the jobs table)."""
-        return self._conn()
-
-    @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
-        conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-    def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-
+class Store(ArtifactRecords, NoteRecords):
     # -- runs --------------------------------------------------------------------------------
     def create_run(
         self,
@@ -226,8 +157,8 @@ class Store:
                 )
             cur = conn.execute(
                 "INSERT INTO experiments (run_id, iteration, params_json, params_key, artifact_version,"
-                " status, note, started_at, owner_pid, owner_host) VALUES (?, ?, ?, ?, ?, 'running', ?,"
-                " ?, ?, ?)",
+                " status, note, started_at, owner_pid, owner_host, owner_token) VALUES (?, ?, ?, ?, ?,"
+                " 'running', ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     used + 1,
@@ -237,7 +168,8 @@ class Store:
                     note,
                     now(),
                     os.getpid(),
-                    _host(),
+                    this_host(),
+                    PROCESS_TOKEN,
                 ),
             )
             exp_id = cur.lastrowid
@@ -355,13 +287,14 @@ class Store:
 
     def mark_orphans_interrupted(self) -> int:
         """Experiments left 'running' by a server process that no longer exists become 'interrupted'."""
-        host = _host()
         rows = (
             self._conn()
-            .execute("SELECT id, owner_pid, owner_host FROM experiments WHERE status = 'running'")
+            .execute(
+                "SELECT id, owner_pid, owner_host, owner_token FROM experiments WHERE status = 'running'"
+            )
             .fetchall()
         )
-        dead = [row["id"] for row in rows if row["owner_host"] == host and not _pid_alive(row["owner_pid"])]
+        dead = [r["id"] for r in rows if not owner_alive(r["owner_pid"], r["owner_host"], r["owner_token"])]
         stamp = now()
         with self.transaction() as conn:
             for exp_id in dead:
@@ -371,104 +304,6 @@ class Store:
                     (stamp, "the server stopped while this experiment ran", exp_id),
                 )
         return len(dead)
-
-    # -- artifacts ---------------------------------------------------------------------------
-    def _insert_artifact(
-        self,
-        conn: sqlite3.Connection,
-        run_id: str,
-        version: int,
-        source: str,
-        description: str,
-        parent: int | None,
-    ) -> None:
-        conn.execute(
-            "INSERT INTO artifacts (run_id, version, source, sha256, description, parent_version,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, version, source, sha256(source), description, parent, now()),
-        )
-
-    def add_artifact_version(
-        self, run_id: str, source: str, description: str, expected_parent: int | None = None
-    ) -> ArtifactVersion:
-        """Append a version. With expected_parent, refuse if someone else changed the artifact first."""
-        with self.transaction() as conn:
-            latest = conn.execute(
-                "SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)
-            ).fetchone()[0]
-            if latest is None:
-                raise ResearchError(f"unknown run {run_id!r}")
-            if expected_parent is not None and latest != expected_parent:
-                raise ResearchError(
-                    f"train.py changed while you edited it (now version {latest}, you edited "
-                    f"version {expected_parent}). Read it again with get_current_train_py and redo the edit."
-                )
-            self._insert_artifact(conn, run_id, latest + 1, source, description, latest)
-        return self.get_artifact(run_id, latest + 1)
-
-    def get_artifact(self, run_id: str, version: int | None = None) -> ArtifactVersion:
-        conn = self._conn()
-        if version is None:
-            row = conn.execute(
-                "SELECT * FROM artifacts WHERE run_id = ? ORDER BY version DESC LIMIT 1", (run_id,)
-            ).fetchone()
-        else:
-            row = conn.execute(
-                "SELECT * FROM artifacts WHERE run_id = ? AND version = ?", (run_id, version)
-            ).fetchone()
-        if row is None:
-            latest = conn.execute("SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)).fetchone()
-            if latest[0] is None:
-                raise ResearchError(f"unknown run {run_id!r}")
-            raise ResearchError(f"train.py has no version {version}; versions are 1..{latest[0]}")
-        return ArtifactVersion(**dict(row))
-
-    def artifact_versions(self, run_id: str) -> list[ArtifactVersion]:
-        rows = (
-            self._conn()
-            .execute("SELECT * FROM artifacts WHERE run_id = ? ORDER BY version", (run_id,))
-            .fetchall()
-        )
-        return [ArtifactVersion(**dict(row)) for row in rows]
-
-    # -- notes and events --------------------------------------------------------------------
-    def add_note(self, run_id: str, kind: NoteKind, text: str) -> Note:
-        with self.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO notes (run_id, kind, text, created_at) VALUES (?, ?, ?, ?)",
-                (run_id, kind, text, now()),
-            )
-        row = self._conn().execute("SELECT * FROM notes WHERE id = ?", (cur.lastrowid,)).fetchone()
-        return Note(**dict(row))
-
-    def notes(self, run_id: str, kind: NoteKind | None = None, last: int | None = None) -> list[Note]:
-        where, args = "run_id = ?", [run_id]
-        if kind is not None:
-            where += " AND kind = ?"
-            args.append(kind)
-        rows = (
-            self._conn()
-            .execute(f"SELECT * FROM notes WHERE {where} ORDER BY id DESC LIMIT ?", [*args, last or -1])
-            .fetchall()
-        )
-        return [Note(**dict(row)) for row in reversed(rows)]
-
-    def log_event(self, run_id: str | None, kind: str, tool: str, detail: str) -> None:
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO events (run_id, kind, tool, detail, created_at) VALUES (?, ?, ?, ?, ?)",
-                (run_id, kind, tool, detail, now()),
-            )
-
-    def events(self, run_id: str) -> list[Event]:
-        rows = self._conn().execute("SELECT * FROM events WHERE run_id = ? ORDER BY id", (run_id,))
-        return [Event(**dict(row)) for row in rows]
-
-    def event_counts(self, run_id: str) -> dict[str, int]:
-        rows = self._conn().execute(
-            "SELECT kind, COUNT(*) AS n FROM events WHERE run_id = ? GROUP BY kind", (run_id,)
-        )
-        return {row["kind"]: row["n"] for row in rows}
 
 
 def _experiment_from_row(row: sqlite3.Row) -> Experiment:
@@ -488,17 +323,3 @@ def _experiment_from_row(row: sqlite3.Row) -> Experiment:
         finished_at=row["finished_at"],
         duration_s=row["duration_s"],
     )
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

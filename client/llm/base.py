@@ -158,9 +158,13 @@ def make_llm(
     retry: RetryPolicy | None = None,
     timeout: float = 120.0,
     tool_choice: str | None = None,
+    temperature: float | None = None,
 ) -> LLM:
     """Build the backend the CLI asked for. `max_tokens`, when given, overrides each request's own."""
     retry = retry or RetryPolicy()
+    if temperature is not None and kind != "openai":
+        # anthropic 2.x's Messages API takes no sampling temperature; scripted does not sample.
+        raise LLMError(f"--temperature applies to the openai backend only, not to {kind}")
     if kind == "anthropic":
         from autoresearch_mcp.client.llm.anthropic_backend import AnthropicLLM
 
@@ -185,6 +189,7 @@ def make_llm(
             retry=retry,
             timeout=timeout,
             tool_choice=tool_choice,
+            temperature=temperature,
         )
     if kind == "scripted":
         from autoresearch_mcp.client.llm.scripted import ScriptedLLM

@@ -117,6 +117,7 @@ class OpenAILLM:
         retry: RetryPolicy | None = None,
         timeout: float = 120.0,
         tool_choice: str | None = None,
+        temperature: float | None = None,
     ) -> None:
         self.model = model  # None: ask the server (/v1/models) on the first call
         # "auto" (None) lets the model choose; a tool name forces that call every turn, which small
@@ -125,6 +126,8 @@ class OpenAILLM:
         self.name = f"openai:{model or 'auto'}"
         self.max_tokens = max_tokens
         self.seed = seed
+        self.temperature = temperature
+        self._calls = 0
         self.retry = retry or RetryPolicy()
         # Local servers need no key, but the SDK refuses to start without one.
         key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
@@ -150,7 +153,13 @@ class OpenAILLM:
             if self.tool_choice in {t.name for t in request.tools}:
                 params["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
         if self.seed is not None:
-            params["seed"] = self.seed
+            # One seed per call, derived from the run's: reproducible, yet a retry after a refusal is a
+            # fresh draw. A fixed seed made a sampling model answer a near-identical prompt identically,
+            # so it re-sent a refused exact repeat until CHECK stopped the run.
+            params["seed"] = self.seed + self._calls
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        self._calls += 1
         completion = await with_retries(
             lambda: self._call(self._client.chat.completions.create(**params)), self.retry, label=self.name
         )

@@ -206,3 +206,15 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, ser
         assert records[1]["request"]["messages"][0]["text"].endswith(
             "Reply with CODE: and the complete function."
         )
+
+
+@pytest.mark.parametrize("value", ["3", "-0.1", "warm"])
+def test_an_out_of_range_temperature_is_refused_before_anything_starts(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "x.db"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--llm", "openai", "--temperature", value, "--db", str(db), "--quiet"])
+    assert exit_info.value.code == 2
+    assert "--temperature is a number from 0 to 2" in capsys.readouterr().err
+    assert not db.exists()

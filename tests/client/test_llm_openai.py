@@ -178,3 +178,35 @@ async def test_an_unreachable_endpoint_gives_up_with_a_clear_error() -> None:
             await llm.complete(LLMRequest(system="", messages=[Message(role="user", text="go")]))
     finally:
         await llm.aclose()
+
+
+@pytest.mark.asyncio
+async def test_each_call_draws_with_its_own_seed_derived_from_the_runs_and_the_temperature_is_sent() -> None:
+    # A fixed seed made a sampling model answer a repeated prompt identically, so a refused exact
+    # repeat came back again and again; a per-call seed keeps runs reproducible without that.
+    with FakeOpenAIServer([chat_completion("a"), chat_completion("b")]) as fake:
+        llm = make_llm("openai", model="m", base_url=fake.base_url, seed=7, retry=FAST, temperature=0.7)
+        try:
+            for _ in range(2):
+                await llm.complete(LLMRequest(system="", messages=[Message(role="user", text="go")]))
+        finally:
+            await llm.aclose()
+    bodies = fake.bodies("/chat/completions")
+    assert [b["seed"] for b in bodies] == [7, 8]
+    assert [b["temperature"] for b in bodies] == [0.7, 0.7]
+
+
+@pytest.mark.asyncio
+async def test_without_a_temperature_the_providers_default_applies() -> None:
+    with FakeOpenAIServer([chat_completion("a")]) as fake:
+        llm = _llm(fake)
+        try:
+            await llm.complete(LLMRequest(system="", messages=[Message(role="user", text="go")]))
+        finally:
+            await llm.aclose()
+    assert "temperature" not in fake.bodies("/chat/completions")[0]
+
+
+def test_a_temperature_for_a_backend_that_does_not_sample_is_refused_by_name() -> None:
+    with pytest.raises(LLMError, match="openai backend only, not to scripted"):
+        make_llm("scripted", task="hpo-covertype", temperature=0.5)

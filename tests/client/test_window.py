@@ -67,3 +67,31 @@ def test_tool_results_reach_the_model_compactly():
     assert result_text("run_experiment", outcome) == "#4 crash: timeout; best 0.7712 (#2); budget left 11"
     refused = ToolOutcome(ok=False, text="invalid params for toy: unknown parameter 'z'", data=None)
     assert result_text("run_experiment", refused) == refused.text
+
+
+def refused(call_id: str, params: dict[str, int]) -> Turn:
+    call = ToolCall(id=call_id, name="run_experiment", arguments={"params": params})
+    return Turn(
+        assistant=Message(role="assistant", tool_calls=[call]),
+        user=Message(
+            role="user",
+            tool_results=[ToolResult(tool_call_id=call_id, content="exact repeat of #1", is_error=True)],
+        ),
+    )
+
+
+def test_a_refused_call_sent_again_shows_once_at_its_latest_place():
+    first, note, again, other = (
+        refused("a", {"max_depth": 6}),
+        turn("add_note"),
+        refused("b", {"max_depth": 6}),
+        refused("c", {"max_depth": 7}),
+    )
+    turns = [turn("run_experiment", recorded=True), first, note, again, other]
+    assert select_window(turns, None) == [note, again, other]
+    assert select_window(turns, 20) == [turns[0], note, again, other]
+
+
+def test_a_call_that_succeeded_is_never_dropped_for_looking_like_another():
+    twice = [turn("get_experiment_history"), turn("get_experiment_history")]
+    assert select_window(twice, None) == twice

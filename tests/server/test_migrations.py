@@ -41,3 +41,28 @@ def test_reopening_a_database_applies_nothing_new(tmp_path: Path):
         assert migrations.apply(conn) == []
     finally:
         conn.close()
+
+
+def test_a_database_from_the_previous_release_upgrades_in_place_and_keeps_its_rows(tmp_path: Path):
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        saved = migrations.MIGRATIONS[:]
+        migrations.MIGRATIONS[:] = [m for m in saved if m[0] < "003"]
+        try:
+            migrations.apply(conn)
+        finally:
+            migrations.MIGRATIONS[:] = saved
+        conn.execute(
+            "INSERT INTO runs (id, task, status, budget, seed, created_at, updated_at)"
+            " VALUES ('r-old', 'toy-quadratic', 'running', 5, 1, 'then', 'then')"
+        )
+        conn.execute(
+            "INSERT INTO experiments (run_id, iteration, params_json, params_key, artifact_version, status,"
+            " started_at, owner_pid, owner_host) VALUES ('r-old', 1, '{}', 'k', 1, 'ok', 'then', 1, 'h')"
+        )
+        assert migrations.apply(conn) == ["003_owner_token"]
+        row = conn.execute("SELECT status, owner_pid, owner_token FROM experiments").fetchone()
+    finally:
+        conn.close()
+    assert row == ("ok", 1, None)

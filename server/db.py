@@ -1,0 +1,103 @@
+"""The SQLite file under the run store: per-thread connections and write transactions.
+
+Each thread gets its own connection (MCP runs sync tools on worker threads). Every change that reads
+before it writes runs inside BEGIN IMMEDIATE, so two callers cannot both take the last unit of budget.
+"""
+
+import hashlib
+import json
+import os
+import socket
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from autoresearch_mcp.server import migrations
+
+BUSY_TIMEOUT_S = 30.0
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+# This server process, among every process that ever had its PID on this host.
+PROCESS_TOKEN = uuid.uuid4().hex
+
+
+def owner_alive(pid: int | None, host: str | None, token: str | None) -> bool:
+    """Whether the server process that recorded a row may still be running. Rows of another host count
+    as alive (there is no way to know); a row with this process's PID but not its token was written by
+    an earlier server that had the same PID."""
+    if host != this_host():
+        return True
+    if pid is None:
+        return False
+    if pid == os.getpid():
+        return token == PROCESS_TOKEN
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Database:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        conn = self._conn()
+        conn.execute("PRAGMA journal_mode=WAL")
+        migrations.apply(conn)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's connection, for reads outside a transaction (e.g. the jobs table)."""
+        return self._conn()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -1,0 +1,67 @@
+"""train.py versions of a run: append-only, each with its parent and a description."""
+
+import sqlite3
+
+from autoresearch_mcp.server.db import Database, now, sha256
+from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.server.models import ArtifactVersion
+
+
+class ArtifactRecords(Database):
+    def _insert_artifact(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        version: int,
+        source: str,
+        description: str,
+        parent: int | None,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO artifacts (run_id, version, source, sha256, description, parent_version,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, version, source, sha256(source), description, parent, now()),
+        )
+
+    def add_artifact_version(
+        self, run_id: str, source: str, description: str, expected_parent: int | None = None
+    ) -> ArtifactVersion:
+        """Append a version. With expected_parent, refuse if someone else changed the artifact first."""
+        with self.transaction() as conn:
+            latest = conn.execute(
+                "SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)
+            ).fetchone()[0]
+            if latest is None:
+                raise ResearchError(f"unknown run {run_id!r}")
+            if expected_parent is not None and latest != expected_parent:
+                raise ResearchError(
+                    f"train.py changed while you edited it (now version {latest}, you edited "
+                    f"version {expected_parent}). Read it again with get_current_train_py and redo the edit."
+                )
+            self._insert_artifact(conn, run_id, latest + 1, source, description, latest)
+        return self.get_artifact(run_id, latest + 1)
+
+    def get_artifact(self, run_id: str, version: int | None = None) -> ArtifactVersion:
+        conn = self._conn()
+        if version is None:
+            row = conn.execute(
+                "SELECT * FROM artifacts WHERE run_id = ? ORDER BY version DESC LIMIT 1", (run_id,)
+            ).fetchone()
+        else:
+            row = conn.execute(
+                "SELECT * FROM artifacts WHERE run_id = ? AND version = ?", (run_id, version)
+            ).fetchone()
+        if row is None:
+            latest = conn.execute("SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)).fetchone()
+            if latest[0] is None:
+                raise ResearchError(f"unknown run {run_id!r}")
+            raise ResearchError(f"train.py has no version {version}; versions are 1..{latest[0]}")
+        return ArtifactVersion(**dict(row))
+
+    def artifact_versions(self, run_id: str) -> list[ArtifactVersion]:
+        rows = (
+            self._conn()
+            .execute("SELECT * FROM artifacts WHERE run_id = ? ORDER BY version", (run_id,))
+            .fetchall()
+        )
+        return [ArtifactVersion(**dict(row)) for row in rows]
