@@ -9,12 +9,17 @@ choose trial k from trials 1..k-1 only, so the best of the first 15 trials of a 
 15-trial study: one 50-trial study per method and seed gives both budgets.
 
     python benchmarks/anchors.py --data ../shared/data/covtype_20k.csv.gz --seeds 42,123,456 --trials 50
+
+--jobs N runs N studies at once, each in its own process; on a small machine pair it with
+AUTORESEARCH_HPO_THREADS=1 so that N single-threaded trainings share the cores without oversubscription.
 """
 
 import argparse
 import json
 import statistics
+import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,10 @@ def run_study(service: RunService, method: str, seed: int, trials: int) -> dict[
         value = exp.metric if exp.status == "ok" and exp.metric is not None else 0.0
         study.tell(trial, value)
         curve.append(max(curve[-1], value) if curve else value)
+        print(
+            f"{method} seed {seed}: trial {len(curve)}/{trials} F1 {value:.4f}, best {curve[-1]:.4f}",
+            flush=True,
+        )
     return {
         "method": method,
         "seed": seed,
@@ -67,6 +76,16 @@ def run_study(service: RunService, method: str, seed: int, trials: int) -> dict[
     }
 
 
+def study_in_process(db: Path, data: str, method: str, seed: int, trials: int) -> dict[str, Any]:
+    """One study with its own store connection (SQLite in WAL takes the writers in turn)."""
+    settings = ServerSettings(db_path=db, covtype_path=data)
+    store = Store(settings.db_path)
+    try:
+        return run_study(RunService(store, settings), method, seed, trials)
+    finally:
+        store.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="Covertype CSV")
@@ -74,16 +93,20 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=50)
     parser.add_argument("--report", default="15,50", help="budgets to report (each <= --trials)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "anchors")
+    parser.add_argument("--jobs", type=int, default=1, help="studies run at once, each in its own process")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
-    settings = ServerSettings(db_path=args.out / "anchors.db", covtype_path=str(Path(args.data).resolve()))
-    service = RunService(Store(settings.db_path), settings)
     seeds = [int(s) for s in args.seeds.split(",")]
     budgets = [int(b) for b in args.report.split(",")]
-    studies = [
-        run_study(service, method, seed, args.trials) for seed in seeds for method in ("random", "tpe")
-    ]
+    if args.jobs < 1 or any(not 1 <= b <= args.trials for b in budgets):
+        sys.exit("--jobs must be >= 1 and every --report budget between 1 and --trials")
+    db, data = args.out / "anchors.db", str(Path(args.data).resolve())
+    Store(db).close()  # apply the migrations once, before the workers open the file
+    plan = [(method, seed) for seed in seeds for method in ("random", "tpe")]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(study_in_process, db, data, m, s, args.trials) for m, s in plan]
+        studies = [f.result() for f in futures]
     rows = []
     for method in ("random", "tpe"):
         for budget in budgets:
