@@ -10,8 +10,8 @@ choose trial k from trials 1..k-1 only, so the best of the first 15 trials of a 
 
     python benchmarks/anchors.py --data ../shared/data/covtype_20k.csv.gz --seeds 42,123,456 --trials 50
 
---jobs N runs N studies at once, each in its own process; on a small machine pair it with
-AUTORESEARCH_HPO_THREADS=1 so that N single-threaded trainings share the cores without oversubscription.
+--jobs N runs N studies at once, each in its own process; on a small machine pair it with --threads 1
+so that N single-threaded trainings share the cores without oversubscription.
 """
 
 import argparse
@@ -76,9 +76,11 @@ def run_study(service: RunService, method: str, seed: int, trials: int) -> dict[
     }
 
 
-def study_in_process(db: Path, data: str, method: str, seed: int, trials: int) -> dict[str, Any]:
+def study_in_process(
+    db: Path, data: str, threads: int | None, method: str, seed: int, trials: int
+) -> dict[str, Any]:
     """One study with its own store connection (SQLite in WAL takes the writers in turn)."""
-    settings = ServerSettings(db_path=db, covtype_path=data)
+    settings = ServerSettings(db_path=db, covtype_path=data, hpo_threads=threads)
     store = Store(settings.db_path)
     try:
         return run_study(RunService(store, settings), method, seed, trials)
@@ -94,6 +96,7 @@ def main() -> int:
     parser.add_argument("--report", default="15,50", help="budgets to report (each <= --trials)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "anchors")
     parser.add_argument("--jobs", type=int, default=1, help="studies run at once, each in its own process")
+    parser.add_argument("--threads", type=int, help="XGBoost threads per training (default: every core)")
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +108,7 @@ def main() -> int:
     Store(db).close()  # apply the migrations once, before the workers open the file
     plan = [(method, seed) for seed in seeds for method in ("random", "tpe")]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = [pool.submit(study_in_process, db, data, m, s, args.trials) for m, s in plan]
+        futures = [pool.submit(study_in_process, db, data, args.threads, m, s, args.trials) for m, s in plan]
         studies = [f.result() for f in futures]
     rows = []
     for method in ("random", "tpe"):
