@@ -7,6 +7,7 @@ computed from the runs' transcripts (tokens, calls) and the store (metrics, time
 import argparse
 import asyncio
 import json
+import os
 import statistics
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +39,7 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     parser.add_argument(
         "--parallel",
         action="store_true",
-        help="run the two modes of a seed at the same time (halves wall-clock)",
+        help="run the two modes of a seed at the same time, each with half the cores for training",
     )
     parser.set_defaults(func=main)
 
@@ -156,6 +157,10 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
     db = out / "runs.db"
     args.db = db
     modes = [m for m in MODES if m in args.modes.split(",")]
+    if args.parallel and args.hpo_threads is None:
+        # Share the cores between the modes' trainings: XGBoost thread teams that outnumber the cores
+        # spin-wait for each other, and every experiment runs several times slower.
+        args.hpo_threads = max(1, (os.cpu_count() or 1) // len(modes))
     task_bar = progress.add_task("compare", total=len(seeds) * len(modes))
     runs = []
     for seed in seeds:
@@ -194,6 +199,8 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         else f"{args.window} messages",
         "iterations": args.iterations,
         "seeds": seeds,
+        "parallel": args.parallel,
+        "hpo_threads": args.hpo_threads,
         "runs": runs,
         "summary": summarise(runs),
     }

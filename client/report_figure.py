@@ -43,7 +43,12 @@ def write_table(results: dict[str, Any], path: Path) -> None:
     rule = "|---|---|---|---|" + ("---|---|" if same_budget else "")
     lines = [
         f"**{results['task']}**, {results['iterations']} iterations, seeds {', '.join(map(str, results['seeds']))},"
-        f" LLM: {results['llm']}, stateful window: {results['window']}. Means over seeds.",
+        f" LLM: {results['llm']}, stateful window: {results['window']}. Means over seeds."
+        + (
+            f" The two modes ran at the same time, {results['hpo_threads']} training thread(s) each."
+            if results.get("parallel") and results.get("hpo_threads")
+            else ""
+        ),
         "",
         head,
         rule,

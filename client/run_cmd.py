@@ -32,6 +32,12 @@ def window_arg(value: str) -> int | None:
     return number
 
 
+def positive_int(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {value!r}")
+    return int(value)
+
+
 def temperature_arg(value: str) -> float:
     try:
         number = float(value)
@@ -80,6 +86,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-failures", type=int, default=5, help="stop after this many failures in a row")
     parser.add_argument("--server-url", help="use a running HTTP server instead of spawning one over stdio")
     parser.add_argument(
+        "--hpo-threads",
+        type=positive_int,
+        help="threads per XGBoost training in the spawned server (default: every core; compare --parallel"
+        " splits them between the modes)",
+    )
+    parser.add_argument(
         "--token", default=os.environ.get(ENV_TOKEN), help=f"bearer token (default ${ENV_TOKEN})"
     )
 
@@ -110,6 +122,12 @@ def build_llm(args: argparse.Namespace, seed: int) -> LLM:
     )
 
 
+def spawn_args(args: argparse.Namespace) -> list[str]:
+    """Extra flags for a spawned server."""
+    threads = getattr(args, "hpo_threads", None)
+    return [] if threads is None else ["--hpo-threads", str(threads)]
+
+
 async def run_session(
     args: argparse.Namespace,
     *,
@@ -122,7 +140,13 @@ async def run_session(
     """Start a run on the server and drive it with one agent until CHECK stops it."""
     llm = build_llm(args, seed)
     try:
-        async with connect(server_url=args.server_url, token=args.token, db=args.db, data=args.data) as rc:
+        async with connect(
+            server_url=args.server_url,
+            token=args.token,
+            db=args.db,
+            data=args.data,
+            server_args=spawn_args(args),
+        ) as rc:
             started = await rc.must(
                 "start_run",
                 {

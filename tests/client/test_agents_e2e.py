@@ -218,3 +218,14 @@ def test_an_out_of_range_temperature_is_refused_before_anything_starts(
     assert exit_info.value.code == 2
     assert "--temperature is a number from 0 to 2" in capsys.readouterr().err
     assert not db.exists()
+
+
+def test_a_thread_count_below_one_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "x.db"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--llm", "scripted", "--hpo-threads", "0", "--db", str(db), "--quiet"])
+    assert exit_info.value.code == 2
+    assert "expected a whole number >= 1, not '0'" in capsys.readouterr().err
+    assert not db.exists()

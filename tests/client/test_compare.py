@@ -1,0 +1,119 @@
+"""`autoresearch-mcp compare`: both agents side by side on one server build, and what it writes."""
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoresearch_mcp.client.cli import main
+from autoresearch_mcp.client.compare import crossover, summarise
+
+ROW_FIELDS = {
+    "iteration",
+    "context_tokens",
+    "full_tokens",
+    "cache_weighted_tokens",
+    "output_tokens",
+    "best_metric",
+    "wall_s",
+    "llm_calls",
+}
+
+
+@pytest.fixture
+def server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
+    monkeypatch.setenv("AUTORESEARCH_COVTYPE", str(covtype_csv))
+    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
+
+
+def test_compare_runs_both_modes_at_once_and_writes_results_a_table_and_a_figure(
+    tmp_path: Path, server_env: None
+):
+    out = tmp_path / "out"
+    args = "compare --task hpo-covertype --llm scripted --iterations 2 --seeds 42 --parallel --out"
+    code = main([*args.split(), str(out)])
+    assert code == 0
+
+    results = json.loads((out / "results.json").read_text())
+    assert results["task"] == "hpo-covertype" and results["iterations"] == 2 and results["seeds"] == [42]
+    assert results["llm"].startswith("scripted (deterministic test double")
+    assert [(r["mode"], r["seed"]) for r in results["runs"]] == [("stateless", 42), ("stateful", 42)]
+    for run in results["runs"]:
+        assert [row["iteration"] for row in run["per_iteration"]] == [1, 2]
+        assert all(set(row) == ROW_FIELDS for row in run["per_iteration"])
+        assert run["totals"]["context_tokens"] == sum(r["context_tokens"] for r in run["per_iteration"])
+        assert run["totals"]["experiments"] == 2 and run["totals"]["llm_calls"] == 2
+    summary = results["summary"]
+    ratio = summary["stateless"]["context_tokens"] / summary["stateful"]["context_tokens"]
+    assert summary["ratio"]["context_tokens"] == round(ratio, 2)
+    assert summary["stateless"]["llm_calls_per_experiment"] == 1.0
+
+    # --parallel shares the cores: each mode's trainings get half (XGBoost teams that outnumber the
+    # cores spin-wait for each other); the runs recorded it.
+    threads = max(1, (os.cpu_count() or 1) // 2)
+    assert results["parallel"] is True and results["hpo_threads"] == threads
+    conn = sqlite3.connect(out / "runs.db")
+    try:
+        configs = [json.loads(row[0]) for row in conn.execute("SELECT config_json FROM runs")]
+    finally:
+        conn.close()
+    assert [c["options"]["limits"]["threads"] for c in configs] == [threads, threads]
+
+    table = (out / "table.md").read_text()
+    assert "| context tokens (paper's measure) |" in table and "scripted (deterministic test double" in table
+    assert f"{threads} training thread(s) each" in table
+    assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in (out / "transcripts").iterdir()) == [
+        "stateful-42.jsonl",
+        "stateless-42.jsonl",
+    ]
+
+
+def _run(mode: str, full: list[int]) -> dict[str, Any]:
+    rows = [
+        {
+            "iteration": i,
+            "context_tokens": t,
+            "full_tokens": t,
+            "cache_weighted_tokens": t,
+            "output_tokens": 0,
+        }
+        for i, t in enumerate(full, start=1)
+    ]
+    totals = {
+        "context_tokens": sum(full),
+        "full_tokens": sum(full),
+        "cache_weighted_tokens": sum(full),
+        "output_tokens": 0,
+        "wall_s": 1.0,
+        "llm_calls": len(full),
+        "experiments": len(full),
+        "best_metric": 0.5,
+    }
+    return {"mode": mode, "per_iteration": rows, "totals": totals}
+
+
+def test_the_crossover_is_where_stateful_cumulative_full_tokens_fall_below_for_good():
+    # cumulative: stateless 100, 300, 600, 1000; stateful 250, 350, 450, 550
+    assert crossover([_run("stateless", [100, 200, 300, 400]), _run("stateful", [250, 100, 100, 100])]) == 3
+    # below at 2, above again at 3, below for good from 4
+    runs = [_run("stateless", [100, 100, 100, 100]), _run("stateful", [150, 40, 200, 5])]
+    assert crossover(runs) == 4
+    assert crossover([_run("stateless", [10, 10]), _run("stateful", [50, 50])]) is None
+
+
+def test_the_summary_averages_over_seeds_and_divides_stateless_by_stateful():
+    runs = [
+        _run("stateless", [100, 300]),
+        _run("stateless", [200, 400]),
+        _run("stateful", [50, 50]),
+        _run("stateful", [50, 150]),
+    ]
+    summary = summarise(runs)
+    assert summary["stateless"]["context_tokens"] == 500 and summary["stateful"]["context_tokens"] == 150
+    assert (
+        summary["ratio"]["context_tokens"] == 3.33 and summary["stateful"]["llm_calls_per_experiment"] == 1.0
+    )
