@@ -23,8 +23,15 @@ from autoresearch_mcp.client.check import (
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.meter import Transcript
-from autoresearch_mcp.client.prompts import NO_EXPERIMENT_YET, NUDGE, STATEFUL_SYSTEM, stateful_turn
+from autoresearch_mcp.client.prompts import (
+    NO_EXPERIMENT_YET,
+    NUDGE,
+    STATEFUL_SYSTEM,
+    repeat_hint,
+    stateful_turn,
+)
 from autoresearch_mcp.client.tools import agent_tools
+from autoresearch_mcp.server.errors import REPEAT_PREFIX
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 MAX_RESULT_CHARS = 3000
@@ -107,6 +114,7 @@ class StatefulAgent(Agent):
     ) -> None:
         super().__init__(rc, transcript, run_id, config, progress)
         self.turns: list[Turn] = []
+        self.repeats = 0  # exact-repeat refusals so far
 
     async def run(self) -> AgentResult:
         tools = agent_tools(await self.rc.tools(), self.config.task, self.config.experiment_tool)
@@ -181,6 +189,10 @@ class StatefulAgent(Agent):
             else:
                 outcome = await self.rc.call(call.name, {**call.arguments, "run_id": self.run_id})
                 text, is_error = result_text(call.name, outcome), not outcome.ok
+                if is_error and REPEAT_PREFIX in text:
+                    params = call.arguments.get("params")
+                    text += " " + repeat_hint(params if isinstance(params, dict) else {}, self.repeats)
+                    self.repeats += 1
                 self._account(call, outcome, turn)
                 ended = bool(outcome.data and outcome.data.get("run_status") not in (None, "running"))
             if is_error:

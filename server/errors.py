@@ -12,6 +12,10 @@ class RefusedError(ResearchError):
     """
 
 
+# How a refused exact repeat starts: agents recognise it by this (the message is all a tool error carries).
+REPEAT_PREFIX = "exact repeat of experiment #"
+
+
 class RepeatError(RefusedError):
     """The same params on the same artifact version already ran; carries the earlier experiment."""
 

@@ -10,7 +10,7 @@ import uuid
 from typing import Any, Literal
 
 from autoresearch_mcp.server.db import PROCESS_TOKEN, canonical_json, now, owner_alive, sha256, this_host
-from autoresearch_mcp.server.errors import RepeatError, ResearchError
+from autoresearch_mcp.server.errors import REPEAT_PREFIX, RepeatError, ResearchError
 from autoresearch_mcp.server.models import (
     BestResult,
     Experiment,
@@ -149,7 +149,7 @@ class Store(ArtifactRecords, NoteRecords):
             if earlier is not None:
                 exp = _experiment_from_row(earlier)
                 raise RepeatError(
-                    f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
+                    f"{REPEAT_PREFIX}{exp.iteration} (same params on train.py v{artifact_version}),"
                     f" which ended {exp.status}"
                     + (f" with {exp.metric:.4f}" if exp.metric is not None else "")
                     + ". Not run again; try different params or change train.py.",

@@ -229,3 +229,34 @@ def test_a_thread_count_below_one_is_refused_before_anything_starts(
     assert exit_info.value.code == 2
     assert "expected a whole number >= 1, not '0'" in capsys.readouterr().err
     assert not db.exists()
+
+
+@pytest.mark.asyncio
+async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_sees_its_repeat_once(
+    tmp_path: Path, server_env: None
+):
+    same = {"params": {"x": 0.1, "y": 0.2}}
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(None, [("run_experiment", same)]),
+            chat_completion(None, [("run_experiment", same)]),
+            chat_completion(None, [("run_experiment", same)]),
+            chat_completion(None, [("run_experiment", {"params": {"x": 0.3, "y": 0.2}})]),
+        )
+        args = args_for(
+            tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
+            "--model", "m", "--iterations", "2",
+        )  # fmt: skip
+        result = await run_session(args, mode="stateful", seed=3)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 4
+
+    def tool_texts(body: dict[str, Any]) -> list[str]:
+        return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+    first_refusal, second_refusal = tool_texts(bodies[2]), tool_texts(bodies[3])
+    assert len(first_refusal) == 1 and first_refusal[0].startswith("ERROR: exact repeat of experiment #1")
+    assert first_refusal[0].endswith("Change at least one value this time, e.g. x (you sent 0.1).")
+    # The second refusal replaces the first in the window (same call), and names the next parameter.
+    assert len(second_refusal) == 1 and second_refusal[0].endswith("e.g. y (you sent 0.2).")
+    assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
