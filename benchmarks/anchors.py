@@ -102,14 +102,19 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = [int(s) for s in args.seeds.split(",")]
     budgets = [int(b) for b in args.report.split(",")]
-    if args.jobs < 1 or any(not 1 <= b <= args.trials for b in budgets):
-        sys.exit("--jobs must be >= 1 and every --report budget between 1 and --trials")
+    if args.jobs < 1 or (args.threads is not None and args.threads < 1):
+        sys.exit("--jobs and --threads must be at least 1")
+    if any(not 1 <= b <= args.trials for b in budgets):
+        sys.exit("every --report budget must be between 1 and --trials")
     db, data = args.out / "anchors.db", str(Path(args.data).resolve())
     Store(db).close()  # apply the migrations once, before the workers open the file
     plan = [(method, seed) for seed in seeds for method in ("random", "tpe")]
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+    pool = ProcessPoolExecutor(max_workers=args.jobs)
+    try:
         futures = [pool.submit(study_in_process, db, data, args.threads, m, s, args.trials) for m, s in plan]
         studies = [f.result() for f in futures]
+    finally:
+        pool.shutdown(cancel_futures=True)  # a failed study stops the queued ones instead of waiting for them
     rows = []
     for method in ("random", "tpe"):
         for budget in budgets:

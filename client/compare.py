@@ -17,9 +17,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autoresearch_mcp.client.check import AgentResult
+from autoresearch_mcp.client.llm.base import LLMError
 from autoresearch_mcp.client.meter import load_transcript, totals_by_iteration
 from autoresearch_mcp.client.report_figure import write_figure, write_table
-from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, run_session
+from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, check_agent_args, run_session
+from autoresearch_mcp.server.errors import ResearchError
 from autoresearch_mcp.server.store import Store
 
 MODES = ("stateless", "stateful")
@@ -157,7 +159,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
     db = out / "runs.db"
     args.db = db
     modes = [m for m in MODES if m in args.modes.split(",")]
-    if args.parallel and args.hpo_threads is None:
+    if args.parallel and args.hpo_threads is None and not args.server_url:
         # Share the cores between the modes' trainings: XGBoost thread teams that outnumber the cores
         # spin-wait for each other, and every experiment runs several times slower.
         args.hpo_threads = max(1, (os.cpu_count() or 1) // len(modes))
@@ -207,6 +209,12 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
 
 
 def main(args: argparse.Namespace) -> int:
+    check_agent_args(args)
+    unknown = set(args.modes.split(",")) - set(MODES)
+    if unknown or not args.modes.strip():
+        raise ResearchError(
+            f"--modes takes stateless, stateful or both (comma-separated), not {args.modes!r}"
+        )
     console = Console()
     seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -217,7 +225,10 @@ def main(args: argparse.Namespace) -> int:
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        results = asyncio.run(compare(args, seeds, progress))
+        try:
+            results = asyncio.run(compare(args, seeds, progress))
+        except LLMError as exc:
+            raise ResearchError(str(exc)) from None
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
     write_table(results, args.out / "table.md")
     write_figure(results, args.out / "figure.png")

@@ -25,10 +25,12 @@ NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
-def repeat_hint(params: dict[str, object], refusals: int) -> str:
+def repeat_hint(tool: str, params: dict[str, object], refusals: int) -> str:
     """Added to an exact-repeat refusal: a small model that copies the best configuration from the
     summary needs to be told which value to change (it ignores a general "try different params").
     The parameter named rotates with each refusal; capable models never repeat, so never see it."""
+    if tool == "run_benchmark":
+        return "This version of train.py is already benchmarked: change it with modify_train_py first."
     if not params:
         return "Set at least one parameter to a value not tried yet."
     name = sorted(params)[refusals % len(params)]

@@ -32,10 +32,24 @@ def window_arg(value: str) -> int | None:
     return number
 
 
+MAX_THREADS = 256  # ServerSettings.hpo_threads' bound
+
+
 def positive_int(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, not {value!r}")
+    if not value.isdigit() or not 1 <= int(value) <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_THREADS}, not {value!r}")
     return int(value)
+
+
+def check_agent_args(args: argparse.Namespace) -> None:
+    """Refuse flag combinations that would be ignored or fail later, before any run starts."""
+    if args.temperature is not None and args.llm != "openai":
+        raise ResearchError(f"--temperature applies to --llm openai only, not to {args.llm}")
+    if args.hpo_threads is not None and args.server_url:
+        raise ResearchError(
+            "--hpo-threads configures a server this command spawns; with --server-url, start that server"
+            " with `autoresearch-mcp serve --hpo-threads N` instead"
+        )
 
 
 def temperature_arg(value: str) -> float:
@@ -221,6 +235,7 @@ def print_result(console: Console, result: AgentResult) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_agent_args(args)
     console = Console(stderr=False)
     view = LiveView(args.mode, args.llm)
     try:

@@ -49,11 +49,15 @@ def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
     if window is None:
         last = max((i for i, t in enumerate(turns) if t.recorded_experiment), default=-1)
         return _without_repeated_refusals(turns[last + 1 :])
-    return _without_repeated_refusals(turns[-(window // 2) :] if window >= 2 else [])
+    # De-duplicate first, so that repeats do not eat into the N messages the window may hold.
+    kept = _without_repeated_refusals(turns)
+    return kept[-(window // 2) :] if window >= 2 else []
 
 
 def _calls_key(turn: Turn) -> str:
-    return json.dumps([(c.name, c.arguments) for c in turn.assistant.tool_calls], sort_keys=True)
+    return json.dumps(
+        [(c.name, c.arguments, c.parse_error) for c in turn.assistant.tool_calls], sort_keys=True
+    )
 
 
 def _without_repeated_refusals(window: list[Turn]) -> list[Turn]:
@@ -191,7 +195,8 @@ class StatefulAgent(Agent):
                 text, is_error = result_text(call.name, outcome), not outcome.ok
                 if is_error and REPEAT_PREFIX in text:
                     params = call.arguments.get("params")
-                    text += " " + repeat_hint(params if isinstance(params, dict) else {}, self.repeats)
+                    hint = repeat_hint(call.name, params if isinstance(params, dict) else {}, self.repeats)
+                    text += " " + hint
                     self.repeats += 1
                 self._account(call, outcome, turn)
                 ended = bool(outcome.data and outcome.data.get("run_status") not in (None, "running"))

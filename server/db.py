@@ -38,8 +38,21 @@ def this_host() -> str:
     return socket.gethostname()
 
 
-# This server process, among every process that ever had its PID on this host.
-PROCESS_TOKEN = uuid.uuid4().hex
+# This server process, among every process that ever had its PID on this host; a forked child is a
+# process of its own, so it draws a new one.
+_token = uuid.uuid4().hex
+
+
+def process_token() -> str:
+    return _token
+
+
+def _new_token() -> None:
+    global _token
+    _token = uuid.uuid4().hex
+
+
+os.register_at_fork(after_in_child=_new_token)
 
 
 def owner_alive(pid: int | None, host: str | None, token: str | None) -> bool:
@@ -51,7 +64,7 @@ def owner_alive(pid: int | None, host: str | None, token: str | None) -> bool:
     if pid is None:
         return False
     if pid == os.getpid():
-        return token == PROCESS_TOKEN
+        return token == _token
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

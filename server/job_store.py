@@ -4,7 +4,7 @@ import os
 import sqlite3
 import uuid
 
-from autoresearch_mcp.server.db import PROCESS_TOKEN, now, owner_alive, this_host
+from autoresearch_mcp.server.db import now, owner_alive, process_token, this_host
 from autoresearch_mcp.server.errors import ResearchError
 from autoresearch_mcp.server.models import Job, JobStatus
 from autoresearch_mcp.server.store import Store
@@ -22,7 +22,7 @@ class JobStore:
             conn.execute(
                 "INSERT INTO jobs (id, run_id, experiment_id, status, executor, submitted_at, owner_pid,"
                 " owner_host, owner_token) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
-                (job_id, run_id, experiment_id, executor, now(), os.getpid(), this_host(), PROCESS_TOKEN),
+                (job_id, run_id, experiment_id, executor, now(), os.getpid(), this_host(), process_token()),
             )
         return self.get(job_id)
 

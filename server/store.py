@@ -9,7 +9,7 @@ import sqlite3
 import uuid
 from typing import Any, Literal
 
-from autoresearch_mcp.server.db import PROCESS_TOKEN, canonical_json, now, owner_alive, sha256, this_host
+from autoresearch_mcp.server.db import canonical_json, now, owner_alive, process_token, sha256, this_host
 from autoresearch_mcp.server.errors import REPEAT_PREFIX, RepeatError, ResearchError
 from autoresearch_mcp.server.models import (
     BestResult,
@@ -169,7 +169,7 @@ class Store(ArtifactRecords, NoteRecords):
                     now(),
                     os.getpid(),
                     this_host(),
-                    PROCESS_TOKEN,
+                    process_token(),
                 ),
             )
             exp_id = cur.lastrowid

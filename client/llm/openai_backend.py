@@ -153,10 +153,10 @@ class OpenAILLM:
             if self.tool_choice in {t.name for t in request.tools}:
                 params["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
         if self.seed is not None:
-            # One seed per call, derived from the run's: reproducible, yet a retry after a refusal is a
-            # fresh draw. A fixed seed made a sampling model answer a near-identical prompt identically,
+            # One seed per call, derived from the run's (runs with nearby seeds do not share a
+            # sequence; in llama.cpp's range): reproducible, yet a retry after a refusal is a fresh draw. A fixed seed made a sampling model answer a near-identical prompt identically,
             # so it re-sent a refused exact repeat until CHECK stopped the run.
-            params["seed"] = self.seed + self._calls
+            params["seed"] = (self.seed * 1_000_003 + self._calls) % 2**31
         if self.temperature is not None:
             params["temperature"] = self.temperature
         self._calls += 1

@@ -227,7 +227,7 @@ def test_a_thread_count_below_one_is_refused_before_anything_starts(
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--llm", "scripted", "--hpo-threads", "0", "--db", str(db), "--quiet"])
     assert exit_info.value.code == 2
-    assert "expected a whole number >= 1, not '0'" in capsys.readouterr().err
+    assert "expected a whole number from 1 to 256, not '0'" in capsys.readouterr().err
     assert not db.exists()
 
 
@@ -260,3 +260,31 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
     # The second refusal replaces the first in the window (same call), and names the next parameter.
     assert len(second_refusal) == 1 and second_refusal[0].endswith("e.g. y (you sent 0.2).")
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
+
+
+def test_the_repeat_hint_for_code_says_to_change_the_code_first():
+    from autoresearch_mcp.client.prompts import repeat_hint
+
+    assert "modify_train_py" in repeat_hint("run_benchmark", {}, 0)
+    assert repeat_hint("run_experiment", {}, 4) == "Set at least one parameter to a value not tried yet."
+    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, 3).endswith("e.g. b (you sent 2).")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--llm", "scripted", "--temperature", "0.5"], "--temperature applies to --llm openai only"),
+        (["--llm", "scripted", "--modes", "stateles"], "--modes takes stateless, stateful or both"),
+        (
+            ["--llm", "scripted", "--server-url", "http://127.0.0.1:9/mcp", "--hpo-threads", "2"],
+            "start that server with `autoresearch-mcp serve --hpo-threads N`",
+        ),
+    ],
+)
+def test_compare_refuses_flags_it_would_ignore_before_anything_starts(
+    extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["compare", "--task", "hpo-covertype", "--out", str(out), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (out / "runs.db").exists()

@@ -75,7 +75,7 @@ async def test_tool_calls_are_parsed_and_history_goes_out_as_chat_messages(
     assert req.path == "/v1/chat/completions" and req.headers["authorization"] == "Bearer not-needed"
     body = req.body
     assert body is not None
-    assert body["model"] == "qwen2.5-coder" and body["max_tokens"] == 1024 and body["seed"] == 7
+    assert body["model"] == "qwen2.5-coder" and body["max_tokens"] == 1024 and body["seed"] == 7_000_021
     assert body["tools"] == [
         {"type": "function", "function": {"name": "run_experiment", "description": "Run one experiment.",
                                           "parameters": TOOL.input_schema}}
@@ -192,7 +192,7 @@ async def test_each_call_draws_with_its_own_seed_derived_from_the_runs_and_the_t
         finally:
             await llm.aclose()
     bodies = fake.bodies("/chat/completions")
-    assert [b["seed"] for b in bodies] == [7, 8]
+    assert [b["seed"] for b in bodies] == [7_000_021, 7_000_022]
     assert [b["temperature"] for b in bodies] == [0.7, 0.7]
 
 

@@ -95,3 +95,34 @@ def test_a_refused_call_sent_again_shows_once_at_its_latest_place():
 def test_a_call_that_succeeded_is_never_dropped_for_looking_like_another():
     twice = [turn("get_experiment_history"), turn("get_experiment_history")]
     assert select_window(twice, None) == twice
+
+
+def test_repeats_do_not_eat_into_a_window_of_n_messages():
+    older = [turn(f"t{i}") for i in range(3)]
+    repeats = [refused(f"r{i}", {"max_depth": 6}) for i in range(3)]
+    window = select_window([*older, *repeats], 6)  # 3 turns
+    assert window == [older[1], older[2], repeats[-1]]
+
+
+def test_different_unparsable_calls_are_not_taken_for_the_same_call():
+    def broken(call_id: str, error: str) -> Turn:
+        call = ToolCall(id=call_id, name="run_experiment", arguments={}, parse_error=error)
+        return Turn(
+            assistant=Message(role="assistant", tool_calls=[call]),
+            user=Message(
+                role="user", tool_results=[ToolResult(tool_call_id=call_id, content=error, is_error=True)]
+            ),
+        )
+
+    first, second = broken("a", "not valid JSON: '{'"), broken("b", "not valid JSON: '[1'")
+    assert select_window([first, second], None) == [first, second]
+
+
+def test_a_refused_call_that_later_succeeded_is_shown_only_as_the_success():
+    refusal = refused("a", {"max_depth": 6})
+    call = ToolCall(id="b", name="run_experiment", arguments={"params": {"max_depth": 6}})
+    success = Turn(
+        assistant=Message(role="assistant", tool_calls=[call]),
+        user=Message(role="user", tool_results=[ToolResult(tool_call_id="b", content="#3 ok 0.71")]),
+    )
+    assert select_window([refusal, success], None) == [success]

@@ -4,9 +4,10 @@ starts; those of a live server are left alone."""
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
-from autoresearch_mcp.server.db import PROCESS_TOKEN, this_host
+from autoresearch_mcp.server.db import process_token, this_host
 from autoresearch_mcp.server.store import Store
 
 
@@ -37,7 +38,7 @@ def test_a_restarted_server_with_its_predecessors_pid_still_finds_the_predecesso
     assert interrupted.error_tail == "the server stopped while this experiment ran"
     assert store.get_experiment(mine).status == "running"
     row = store.reader().execute("SELECT owner_token FROM experiments WHERE id = ?", (mine,)).fetchone()
-    assert row[0] == PROCESS_TOKEN
+    assert row[0] == process_token()
 
 
 def test_a_dead_pid_is_an_orphan_while_live_servers_and_other_hosts_are_left_alone(tmp_path: Path):
@@ -55,3 +56,34 @@ def test_a_dead_pid_is_an_orphan_while_live_servers_and_other_hosts_are_left_alo
         "running",
         "running",
     ]
+
+
+def test_a_job_left_by_an_earlier_server_with_the_same_pid_fails_and_names_why(tmp_path: Path):
+    from autoresearch_mcp.server.job_store import JobStore
+
+    store, (exp_id,) = _store_with_running(tmp_path, 1)
+    jobs = JobStore(store)
+    job = jobs.create(store.get_experiment(exp_id).run_id, exp_id, "local")
+    store.reader().execute("UPDATE jobs SET owner_token = 'an-earlier-server' WHERE id = ?", (job.id,))
+    _owner(store, exp_id, pid=os.getpid(), host=this_host(), token="an-earlier-server")
+
+    assert store.mark_orphans_interrupted() == 1 and jobs.fail_orphans() == 1
+    failed = jobs.get(job.id)
+    assert failed.status == "failed" and failed.error == "the server stopped while this job was queued"
+
+
+def test_a_forked_process_is_a_process_of_its_own():
+    read, write = os.pipe()
+    with (
+        warnings.catch_warnings()
+    ):  # Python 3.12+ warns about forking a threaded process; this child only writes
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child reports its token and leaves at once
+        os.write(write, process_token().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    assert child and child != process_token()
