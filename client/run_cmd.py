@@ -12,7 +12,7 @@ from rich.table import Table
 
 from autoresearch_mcp.client.check import AgentConfig, AgentResult
 from autoresearch_mcp.client.connect import connect
-from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm
+from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm, temperature_problem
 from autoresearch_mcp.client.meter import Transcript, load_transcript, totals
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
@@ -43,8 +43,8 @@ def positive_int(value: str) -> int:
 
 def check_agent_args(args: argparse.Namespace) -> None:
     """Refuse flag combinations that would be ignored or fail later, before any run starts."""
-    if args.temperature is not None and args.llm != "openai":
-        raise ResearchError(f"--temperature applies to --llm openai only, not to {args.llm}")
+    if (problem := temperature_problem(args.llm, args.temperature)) is not None:
+        raise ResearchError(problem)
     if args.hpo_threads is not None and args.server_url:
         raise ResearchError(
             "--hpo-threads configures a server this command spawns; with --server-url, start that server"

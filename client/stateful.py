@@ -13,16 +13,13 @@ from pydantic import BaseModel
 
 from autoresearch_mcp.client.check import (
     Agent,
-    AgentConfig,
     AgentResult,
-    Progress,
     StopReason,
     check,
     finish,
 )
-from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
+from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
-from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
@@ -108,19 +105,11 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
 
 
 class StatefulAgent(Agent):
-    def __init__(
-        self,
-        rc: ResearchClient,
-        transcript: Transcript,
-        run_id: str,
-        config: AgentConfig,
-        progress: Progress | None = None,
-    ) -> None:
-        super().__init__(rc, transcript, run_id, config, progress)
-        self.turns: list[Turn] = []
-        self.repeats = 0  # exact-repeat refusals so far
+    turns: list[Turn]  # every exchange of this run; the window is chosen from them
+    repeats: int  # exact-repeat refusals so far
 
     async def run(self) -> AgentResult:
+        self.turns, self.repeats = [], 0
         tools = agent_tools(await self.rc.tools(), self.config.task, self.config.experiment_tool)
         names = {tool.name for tool in tools}
         system = STATEFUL_SYSTEM[self.config.experiment_tool]

@@ -74,6 +74,11 @@ def owner_alive(pid: int | None, host: str | None, token: str | None) -> bool:
     return True
 
 
+def orphaned(rows: list[sqlite3.Row]) -> list[sqlite3.Row]:
+    """The rows (with owner_pid, owner_host, owner_token) whose server process is gone."""
+    return [r for r in rows if not owner_alive(r["owner_pid"], r["owner_host"], r["owner_token"])]
+
+
 class Database:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)

@@ -4,7 +4,7 @@ import os
 import sqlite3
 import uuid
 
-from autoresearch_mcp.server.db import now, owner_alive, process_token, this_host
+from autoresearch_mcp.server.db import now, orphaned, process_token, this_host
 from autoresearch_mcp.server.errors import ResearchError
 from autoresearch_mcp.server.models import Job, JobStatus
 from autoresearch_mcp.server.store import Store
@@ -70,7 +70,7 @@ class JobStore:
             )
             .fetchall()
         )
-        dead = [r for r in rows if not owner_alive(r["owner_pid"], r["owner_host"], r["owner_token"])]
+        dead = orphaned(rows)
         for row in dead:
             if row["exp_status"] in ("running", "interrupted"):
                 self.finish(row["id"], "failed", f"the server stopped while this job was {row['status']}")

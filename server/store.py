@@ -9,7 +9,7 @@ import sqlite3
 import uuid
 from typing import Any, Literal
 
-from autoresearch_mcp.server.db import canonical_json, now, owner_alive, process_token, sha256, this_host
+from autoresearch_mcp.server.db import canonical_json, now, orphaned, process_token, sha256, this_host
 from autoresearch_mcp.server.errors import REPEAT_PREFIX, RepeatError, ResearchError
 from autoresearch_mcp.server.models import (
     BestResult,
@@ -294,7 +294,7 @@ class Store(ArtifactRecords, NoteRecords):
             )
             .fetchall()
         )
-        dead = [r["id"] for r in rows if not owner_alive(r["owner_pid"], r["owner_host"], r["owner_token"])]
+        dead = [r["id"] for r in orphaned(rows)]
         stamp = now()
         with self.transaction() as conn:
             for exp_id in dead:

@@ -145,6 +145,14 @@ def retry_after_seconds(headers: Any) -> float | None:
         return None  # an HTTP date; the backoff is good enough
 
 
+def temperature_problem(kind: str, temperature: float | None) -> str | None:
+    """Why this backend cannot take a temperature, if it cannot: anthropic 2.x's Messages API has no
+    sampling temperature, and scripted does not sample."""
+    if temperature is not None and kind != "openai":
+        return f"--temperature applies to the openai backend only, not to {kind}"
+    return None
+
+
 def make_llm(
     kind: LLMKind,
     *,
@@ -162,9 +170,8 @@ def make_llm(
 ) -> LLM:
     """Build the backend the CLI asked for. `max_tokens`, when given, overrides each request's own."""
     retry = retry or RetryPolicy()
-    if temperature is not None and kind != "openai":
-        # anthropic 2.x's Messages API takes no sampling temperature; scripted does not sample.
-        raise LLMError(f"--temperature applies to the openai backend only, not to {kind}")
+    if (problem := temperature_problem(kind, temperature)) is not None:
+        raise LLMError(problem)
     if kind == "anthropic":
         from autoresearch_mcp.client.llm.anthropic_backend import AnthropicLLM
 

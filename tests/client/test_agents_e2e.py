@@ -273,7 +273,10 @@ def test_the_repeat_hint_for_code_says_to_change_the_code_first():
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--llm", "scripted", "--temperature", "0.5"], "--temperature applies to --llm openai only"),
+        (
+            ["--llm", "scripted", "--temperature", "0.5"],
+            "--temperature applies to the openai backend only, not to scripted",
+        ),
         (["--llm", "scripted", "--modes", "stateles"], "--modes takes stateless, stateful or both"),
         (
             ["--llm", "scripted", "--server-url", "http://127.0.0.1:9/mcp", "--hpo-threads", "2"],
