@@ -26,10 +26,10 @@ from typing import Any
 import optuna
 
 from autoresearch_mcp.client.llm.scripted import ParamSpace
-from autoresearch_mcp.server.config import ServerSettings
 from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.tasks.hpo_covertype import HPOParams
+from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
 
 LOG_SCALE = {"learning_rate"}
 

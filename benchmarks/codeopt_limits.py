@@ -20,14 +20,14 @@ import sys
 import time
 from typing import Any
 
-from autoresearch_mcp.client.llm.rewrites import REWRITES, source_after
-from autoresearch_mcp.sandbox import codeopt_child
-from autoresearch_mcp.sandbox.records import (
-    make_records,
-)
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams
-from autoresearch_mcp.server.tasks.codeopt_records import ENTRY, CodeOptTask
+from autoresearch_mcp.server.tasks.codeopt_records import child as codeopt_child
+from autoresearch_mcp.server.tasks.codeopt_records.records import (
+    make_records,
+)
+from autoresearch_mcp.server.tasks.codeopt_records.rewrites import REWRITES, source_after
+from autoresearch_mcp.server.tasks.codeopt_records.task import ENTRY, CodeOptTask
 
 
 def load(source: str) -> Any:
@@ -74,7 +74,7 @@ def catalogue(n: int, repeats: int) -> list[str]:
 # to the sandbox is the isolation alone (a fresh process also has a smaller heap than this one).
 _PLAIN = (
     "import json, sys\n"
-    "from autoresearch_mcp.sandbox.codeopt_child import run_benchmark\n"
+    "from autoresearch_mcp.server.tasks.codeopt_records.child import run_benchmark\n"
     "print(json.dumps(run_benchmark(json.load(sys.stdin))['time_ms']))\n"
 )
 

@@ -88,7 +88,7 @@ def _env(data_dir: Path) -> dict[str, str]:
 
 
 def _serve_args(db: Path) -> list[str]:
-    return ["-m", "autoresearch_mcp.client.cli", "serve", "--db", str(db), "--workers", "1"]
+    return ["-m", "autoresearch_mcp.cli", "serve", "--db", str(db), "--workers", "1"]
 
 
 def _free_port() -> int:

@@ -21,7 +21,7 @@ from autoresearch_mcp.client.llm.base import LLMError
 from autoresearch_mcp.client.meter import load_transcript, totals_by_iteration
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, check_agent_args, run_session
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.store import Store
 
 MODES = ("stateless", "stateful")

@@ -13,8 +13,8 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
-from autoresearch_mcp.server.config import ENV_PREFIX
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.settings import ENV_PREFIX
 
 # The SDK's stdio client passes only an allow-list of variables; the server also needs these.
 FORWARDED_EXACT = ("SCIKIT_LEARN_DATA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH")
@@ -38,7 +38,7 @@ def server_env() -> dict[str, str]:
 def stdio_params(
     db: Path | None, data: str | None, extra_args: list[str] | None = None
 ) -> StdioServerParameters:
-    args = ["-m", "autoresearch_mcp.client.cli", "serve"]
+    args = ["-m", "autoresearch_mcp.server"]
     if db is not None:
         args += ["--db", str(Path(db).expanduser().resolve())]
     if data is not None:

@@ -95,7 +95,7 @@ class Transcript:
 
     def __init__(self, run_id: str, mode: str, *, llm: LLM, path: Path | str | None = None) -> None:
         if path is None:
-            from autoresearch_mcp.server.config import transcripts_dir
+            from autoresearch_mcp.server.settings import transcripts_dir
 
             path = transcripts_dir() / f"{run_id}-{mode}.jsonl"
         self.path = Path(path)

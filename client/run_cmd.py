@@ -16,9 +16,9 @@ from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm, temperatur
 from autoresearch_mcp.client.meter import Transcript, load_transcript, totals
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
-from autoresearch_mcp.server.config import ENV_TOKEN
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.serve import add_server_arguments
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.main import add_server_arguments
+from autoresearch_mcp.server.settings import ENV_TOKEN
 
 SCRIPTED_NOTE = "scripted backend: a deterministic test double, no language model was used"
 

@@ -28,7 +28,7 @@ from autoresearch_mcp.client.prompts import (
     stateful_turn,
 )
 from autoresearch_mcp.client.tools import agent_tools
-from autoresearch_mcp.server.errors import REPEAT_PREFIX
+from autoresearch_mcp.contract.errors import REPEAT_PREFIX
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 MAX_RESULT_CHARS = 3000

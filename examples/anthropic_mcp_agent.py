@@ -31,7 +31,7 @@ from mcp import Client, StdioServerParameters
 
 def server_params(db: Path | None, data: str | None) -> StdioServerParameters:
     """`autoresearch-mcp serve`, run by this interpreter so the command need not be on PATH."""
-    args = ["-m", "autoresearch_mcp.client.cli", "serve"]
+    args = ["-m", "autoresearch_mcp.server"]
     if db is not None:
         args += ["--db", str(db.expanduser().resolve())]
     if data is not None:

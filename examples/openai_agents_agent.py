@@ -38,7 +38,7 @@ from openai import AsyncOpenAI
 
 def server_params(db: Path | None, data: str | None) -> MCPServerStdioParams:
     """`autoresearch-mcp serve`, run by this interpreter so the command need not be on PATH."""
-    args = ["-m", "autoresearch_mcp.client.cli", "serve"]
+    args = ["-m", "autoresearch_mcp.server"]
     if db is not None:
         args += ["--db", str(db.expanduser().resolve())]
     if data is not None:

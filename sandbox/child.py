@@ -164,6 +164,9 @@ def main() -> int:
     result_fd = os.open(spec["result_path"], flags, 0o600)
     confine_writes(Path.cwd(), network=bool(spec["limits"].get("network", False)))
     module_name, func_name = spec["entry"].split(":")
+    import_root = spec.get("import_root")
+    if import_root and import_root not in sys.path:  # a plugin task's harness outside the package
+        sys.path.append(import_root)
     module = importlib.import_module(module_name)
     if not getattr(module, "CONFINES_READS", False):
         payload = spec["payload"]

@@ -7,6 +7,7 @@ timeout, a kill or a memory blow-up comes back as a `SandboxResult`, never as an
 """
 
 import contextlib
+import importlib.util
 import json
 import os
 import select
@@ -29,7 +30,9 @@ from autoresearch_mcp.sandbox.child import landlock_abi
 # Variables the child may keep. Everything else (API keys, tokens, AUTORESEARCH_* configuration) is
 # dropped. The OPENBLAS ones work around processors where old OpenBLAS builds crash.
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "TZ", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
-ENTRY_PREFIX = "autoresearch_mcp.sandbox."
+# Entry points the child may import: "module:function" pairs that registered tasks declare
+# (Task.sandbox_entries), so a plugin task can ship its own harness. Nothing else is ever imported there.
+_ALLOWED_ENTRIES: set[str] = {"autoresearch_mcp.sandbox.script:run_script"}
 
 
 class Limits(BaseModel):
@@ -170,14 +173,38 @@ class _TailReader(threading.Thread):
         return data.decode("utf-8", errors="replace")
 
 
+def allow_entry(entry: str) -> None:
+    """Admit a trusted harness entry point ("package.module:function"); the task registry calls this
+    for every entry a registered task declares."""
+    module, _, func = entry.partition(":")
+    if not module or not func.isidentifier() or not all(p.isidentifier() for p in module.split(".")):
+        raise ValueError(f"a sandbox entry point is 'package.module:function', got {entry!r}")
+    _ALLOWED_ENTRIES.add(entry)
+
+
+def _import_root(module: str) -> str | None:
+    """The sys.path entry the module is found under, for a child started with -I (which ignores
+    PYTHONPATH): None when it is part of an installed package the child finds by itself."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or spec.origin in ("built-in", "frozen"):
+        return None
+    origin = Path(spec.origin)
+    depth = module.count(".") + (1 if origin.name == "__init__.py" else 0) + 1
+    root = origin.parents[depth - 1]
+    return None if module.startswith("autoresearch_mcp.") else str(root)
+
+
 def run_sandboxed(entry: str, payload: dict[str, Any], limits: Limits) -> SandboxResult:
-    """Run `entry` ("autoresearch_mcp.sandbox.module:function") on `payload` in a limited child.
+    """Run `entry` ("package.module:function", declared by a registered task) on `payload` in a
+    limited child.
 
     The function gets the payload (plain JSON) and returns a JSON-able dict. Its working directory is a
     fresh temporary directory that is removed afterwards.
     """
-    if not entry.startswith(ENTRY_PREFIX) or ":" not in entry:
-        raise ValueError(f"sandbox entry points must live in {ENTRY_PREFIX}*, got {entry!r}")
+    if entry not in _ALLOWED_ENTRIES:
+        raise ValueError(
+            f"sandbox entry point {entry!r} is not declared by a registered task (Task.sandbox_entries)"
+        )
     root = Path(tempfile.mkdtemp(prefix="autoresearch-sandbox-"))
     try:
         return _run_in(root, entry, payload, limits)
@@ -192,6 +219,7 @@ def _run_in(root: Path, entry: str, payload: dict[str, Any], limits: Limits) -> 
     spec_path = root / "spec.json"
     spec = {
         "entry": entry,
+        "import_root": _import_root(entry.partition(":")[0]),
         "payload": payload,
         "result_path": str(result_path),
         "limits": limits.model_dump(),

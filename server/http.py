@@ -21,10 +21,10 @@ from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
-from autoresearch_mcp.server.app import build_server
-from autoresearch_mcp.server.config import ENV_TOKEN, ServerSettings
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.settings import ENV_TOKEN, ServerSettings
 
 log = logging.getLogger(__name__)
 

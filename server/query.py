@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.models import QueryResult
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import QueryResult
 
 TIME_LIMIT_S = 2.0
 MAX_ROWS = 1000

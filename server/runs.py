@@ -12,9 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from autoresearch_mcp.server.config import ServerSettings
-from autoresearch_mcp.server.errors import RefusedError, ResearchError
-from autoresearch_mcp.server.models import (
+from autoresearch_mcp.contract.errors import RefusedError, ResearchError
+from autoresearch_mcp.contract.models import (
     ArtifactVersion,
     Experiment,
     ExperimentResult,
@@ -25,10 +24,11 @@ from autoresearch_mcp.server.models import (
     Run,
     RunStatus,
 )
+from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.summary import render_summary
-from autoresearch_mcp.server.tasks import make_task
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
+from autoresearch_mcp.server.tasks.registry import make_task
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ the store and is reachable with get_experiment_history.
 
 from typing import Any
 
-from autoresearch_mcp.server.models import Experiment, Run
+from autoresearch_mcp.contract.models import Experiment, Run
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.base import Task
 

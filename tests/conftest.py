@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import toy_task  # noqa: F401  (registers the test-only task "toy-quadratic")
-from autoresearch_mcp.server.config import ServerSettings
+from autoresearch_mcp.server.settings import ServerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 COVTYPE_CSV = Path(

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
-from autoresearch_mcp.server.tasks import register
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.registry import register
 
 
 class ToyParams(BaseModel):
@@ -39,6 +39,7 @@ GUARD = GuardPolicy(allowed_imports=frozenset({"time", "math"}), required_functi
 
 
 class ToyTask(Task):
+    sandbox_entries = ("autoresearch_mcp.sandbox.script:run_script",)
     name = "toy-quadratic"
     title = "Maximise a quadratic (test-only task)"
     metric = "score"

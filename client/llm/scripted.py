@@ -151,7 +151,7 @@ def parse_best(text: str, names: list[str]) -> dict[str, float] | None:
 
 class _HPOPolicy:
     def __init__(self, rng: random.Random) -> None:
-        from autoresearch_mcp.server.tasks.hpo_covertype import HPOParams
+        from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
 
         self.space = ParamSpace(HPOParams)
         self.rng = rng
@@ -182,7 +182,7 @@ class _HPOPolicy:
 
 class _CodePolicy:
     def __init__(self) -> None:
-        from autoresearch_mcp.client.llm import rewrites
+        from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 
         self.rewrites = rewrites
         self.step = 0  # rewrites applied so far (cumulative from the baseline)

@@ -5,7 +5,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch_mcp.sandbox.runner import SandboxResult
+from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
 
 
 class NoParams(BaseModel):
@@ -43,6 +43,15 @@ class Task(ABC):
     params_model: ClassVar[type[BaseModel]] = NoParams
     # The tool that evaluates the current artifact: run_experiment (takes params) or run_benchmark.
     experiment_tool: ClassVar[Literal["run_experiment", "run_benchmark"]] = "run_experiment"
+    # The harness entry points ("module:function") this task runs in the sandbox; the registry admits
+    # them, and the sandbox runs nothing else.
+    sandbox_entries: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Defining a task admits its harness entry points: the sandbox runs nothing else.
+        super().__init_subclass__(**kwargs)
+        for entry in cls.sandbox_entries:
+            allow_entry(entry)
 
     @abstractmethod
     def options(self) -> dict[str, Any]:

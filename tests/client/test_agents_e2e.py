@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.client.cli import build_parser, main
+from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.meter import load_transcript
 from autoresearch_mcp.client.run_cmd import run_session
 from conftest import TESTS_DIR

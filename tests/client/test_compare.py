@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.client.cli import main
+from autoresearch_mcp.cli import main
 from autoresearch_mcp.client.compare import crossover, summarise
 
 ROW_FIELDS = {

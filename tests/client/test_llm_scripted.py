@@ -13,7 +13,7 @@ from autoresearch_mcp.client.llm import (
     make_llm,
 )
 from autoresearch_mcp.client.llm.scripted import ParamSpace, ScriptedLLM, parse_best
-from autoresearch_mcp.server.tasks.hpo_covertype import HPOParams
+from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
 
 HPO = "hpo-covertype"
 CODE = "codeopt-records"

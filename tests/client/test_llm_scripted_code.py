@@ -2,8 +2,9 @@
 
 import pytest
 
-from autoresearch_mcp.client.llm import LLMRequest, Message, ToolResult, ToolSpec, rewrites
+from autoresearch_mcp.client.llm import LLMRequest, Message, ToolResult, ToolSpec
 from autoresearch_mcp.client.llm.scripted import ScriptedLLM
+from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 
 CODE = "codeopt-records"
 CODE_TOOLS = ("get_current_train_py", "modify_train_py", "run_benchmark")
@@ -83,8 +84,12 @@ async def test_code_stateless_replies_with_the_complete_source_of_each_step_then
 
 def test_after_the_catalogue_each_variant_is_one_edit_away_new_and_still_correct() -> None:
     from autoresearch_mcp.sandbox.guard import check_source
-    from autoresearch_mcp.sandbox.records import first_difference, load_reference, make_records
-    from autoresearch_mcp.server.tasks.codeopt_records import POLICY
+    from autoresearch_mcp.server.tasks.codeopt_records.records import (
+        first_difference,
+        load_reference,
+        make_records,
+    )
+    from autoresearch_mcp.server.tasks.codeopt_records.task import POLICY
 
     records = make_records(1500, 11)
     expected = load_reference()(make_records(1500, 11))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch_mcp.client.cli import build_parser
+from autoresearch_mcp.cli import build_parser
 from autoresearch_mcp.client.meter import load_transcript
 from autoresearch_mcp.client.run_cmd import run_session
 

@@ -16,7 +16,6 @@ import pytest
 from autoresearch_mcp.sandbox import runner
 from autoresearch_mcp.sandbox.child import landlock_abi
 from autoresearch_mcp.sandbox.guard import check_source
-from autoresearch_mcp.sandbox.records import REFERENCE_SOURCE
 from autoresearch_mcp.sandbox.runner import (
     Limits,
     SandboxResult,
@@ -25,7 +24,8 @@ from autoresearch_mcp.sandbox.runner import (
     run_sandboxed,
 )
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams
-from autoresearch_mcp.server.tasks.codeopt_records import POLICY, CodeOptTask
+from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
+from autoresearch_mcp.server.tasks.codeopt_records.task import POLICY, CodeOptTask
 
 SCRIPT = "autoresearch_mcp.sandbox.script:run_script"
 QUICK = Limits(wall_s=10, cpu_s=10, memory_mb=512)
@@ -372,7 +372,7 @@ def _benchmark(source: str, baseline_ms: float) -> Any:
 def test_patching_the_reference_and_the_checker_inside_the_sandbox_changes_nothing() -> None:
     source = ESCAPE + textwrap.dedent(
         """\
-        records_module = _module("autoresearch_mcp.sandbox.records")
+        records_module = _module("autoresearch_mcp.server.tasks.codeopt_records.records")
         records_module.process_records_fast = lambda records: {}
         records_module.first_difference = lambda expected, got, path="output": None
         records_module.load_reference = lambda: (lambda records: {})

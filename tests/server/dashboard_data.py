@@ -20,7 +20,7 @@ from starlette.types import ASGIApp
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse, Message
 from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 from autoresearch_mcp.client.meter import Transcript
-from autoresearch_mcp.server.models import Experiment
+from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.server.store import Store
 
 TRAIN_V1 = """\

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from test_http import http_server
 
-from autoresearch_mcp.client.cli import build_parser
+from autoresearch_mcp.cli import build_parser
 from autoresearch_mcp.client.meter import load_transcript
 from autoresearch_mcp.client.run_cmd import run_session
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError
 
 TOKEN = "a-long-enough-team-token-1234"
 

@@ -8,20 +8,20 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.client.llm import rewrites
-from autoresearch_mcp.sandbox.codeopt_child import HIDDEN_BUILTINS
 from autoresearch_mcp.sandbox.guard import FORBIDDEN_NAMES
-from autoresearch_mcp.sandbox.records import (
+from autoresearch_mcp.sandbox.runner import Limits
+from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome
+from autoresearch_mcp.server.tasks.codeopt_records import rewrites
+from autoresearch_mcp.server.tasks.codeopt_records.child import HIDDEN_BUILTINS
+from autoresearch_mcp.server.tasks.codeopt_records.records import (
     REFERENCE_SOURCE,
     first_difference,
     load_reference,
     make_records,
     process_records_fast,
 )
-from autoresearch_mcp.sandbox.runner import Limits
-from autoresearch_mcp.server.tasks import make_task
-from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome
-from autoresearch_mcp.server.tasks.codeopt_records import CodeOptTask
+from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
+from autoresearch_mcp.server.tasks.registry import make_task
 
 SMALL = {"codeopt_records": 1500, "codeopt_repeats": 3}
 REFERENCE_AS_HELPER = REFERENCE_SOURCE.replace("def process_records(records):", "def _reference(records):")
@@ -283,7 +283,7 @@ def test_patching_the_clock_through_an_escape_is_refused_by_the_guard_and_change
         "        if kind.__name__ == '_wrap_close':\n"
         "            return kind.__init__.__globals__['sys'].modules[name]\n\n\n"
         "_module('time').perf_counter = lambda: 0.0\n"
-        "_module('autoresearch_mcp.sandbox.codeopt_child')._clock = lambda: 0.0\n"
+        "_module('autoresearch_mcp.server.tasks.codeopt_records.child')._clock = lambda: 0.0\n"
         "assert _module('time').perf_counter() == 0.0  # the patch took: the escape works\n\n\n"
     )
     source = escape + REFERENCE_SOURCE

@@ -10,7 +10,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
-from autoresearch_mcp.client.cli import main
+from autoresearch_mcp.cli import main
 from autoresearch_mcp.client.meter import load_transcript, totals_by_iteration
 from autoresearch_mcp.server.dashboard import dashboard_app, render_report
 from autoresearch_mcp.server.dashboard.app import COOKIE

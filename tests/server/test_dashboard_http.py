@@ -8,8 +8,8 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from autoresearch_mcp.server.config import ServerSettings
 from autoresearch_mcp.server.http import serve_http
+from autoresearch_mcp.server.settings import ServerSettings
 
 TOKEN = "a-long-enough-token-for-the-server"
 

@@ -27,9 +27,9 @@ from record_checks import (
 
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits
-from autoresearch_mcp.server.app import build_server
-from autoresearch_mcp.server.config import ServerSettings
-from autoresearch_mcp.server.tasks import register, unregister
+from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.tasks.registry import register, unregister
 from toy_task import ToyTask
 
 pytestmark = pytest.mark.asyncio

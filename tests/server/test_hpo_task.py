@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.tasks.covertype_data import prepare_split
+from autoresearch_mcp.server.tasks.hpo_covertype.data import prepare_split
 
 
 def service_for(settings) -> RunService:

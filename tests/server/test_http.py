@@ -17,9 +17,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from autoresearch_mcp.server.config import ServerSettings
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.http import build_http_app
+from autoresearch_mcp.server.settings import ServerSettings
 from conftest import TESTS_DIR
 
 TOKEN = "test-token-0123456789abcdef"
@@ -54,7 +54,7 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def serve_command(db: Path, csv: Path, *args: str) -> list[str]:
-    cli = [sys.executable, "-m", "autoresearch_mcp.client.cli", "serve", "--transport", "http"]
+    cli = [sys.executable, "-m", "autoresearch_mcp.cli", "serve", "--transport", "http"]
     return [*cli, "--db", str(db), "--data", str(csv), "--workers", "2", *args]
 
 

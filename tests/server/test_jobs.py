@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from autoresearch_mcp.server.app import build_server
-from autoresearch_mcp.server.config import ServerSettings
+from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 
 pytestmark = pytest.mark.asyncio

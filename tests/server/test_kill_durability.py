@@ -52,7 +52,7 @@ class Cluster:
         return StdioServerParameters(
             command=sys.executable,
             args=[
-                *("-m", "autoresearch_mcp.client.cli", "serve", "--workers", "1"),
+                *("-m", "autoresearch_mcp.cli", "serve", "--workers", "1"),
                 *("--db", str(self.db), "--data", str(self.csv)),
             ],
             env={
@@ -75,9 +75,7 @@ class Cluster:
 
     def server_pid(self) -> int:
         servers = [
-            pid
-            for pid, cmd in processes_mentioning(str(self.db))
-            if "autoresearch_mcp.client.cli serve" in cmd
+            pid for pid, cmd in processes_mentioning(str(self.db)) if "autoresearch_mcp.cli serve" in cmd
         ]
         assert len(servers) == 1, servers
         return servers[0]
@@ -204,7 +202,7 @@ def reap_leftovers(cluster: Cluster, worker_pids: set[int], grace_s: float) -> l
         left = processes_mentioning(str(cluster.sandbox_tmp))
         left += [
             (pid, cmd)
-            for pid, cmd in processes_mentioning("autoresearch_mcp.server.worker")
+            for pid, cmd in processes_mentioning("autoresearch_mcp.server.jobs.worker")
             if pid in worker_pids
         ]
         if not left or time.monotonic() > deadline:

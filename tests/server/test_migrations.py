@@ -4,8 +4,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from autoresearch_mcp.server import migrations
-from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.store import Store, migrations
 
 
 def test_servers_opening_a_new_database_together_apply_each_migration_once(tmp_path: Path):

@@ -7,8 +7,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from autoresearch_mcp.server.db import process_token, this_host
 from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.store.db import process_token, this_host
 
 
 def _store_with_running(tmp_path: Path, n: int) -> tuple[Store, list[int]]:
@@ -59,7 +59,7 @@ def test_a_dead_pid_is_an_orphan_while_live_servers_and_other_hosts_are_left_alo
 
 
 def test_a_job_left_by_an_earlier_server_with_the_same_pid_fails_and_names_why(tmp_path: Path):
-    from autoresearch_mcp.server.job_store import JobStore
+    from autoresearch_mcp.server.store.jobs import JobStore
 
     store, (exp_id,) = _store_with_running(tmp_path, 1)
     jobs = JobStore(store)

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.asyncio
 def server_params(db: Path, csv: Path, data_dir: Path) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "autoresearch_mcp.client.cli", "serve", "--db", str(db), "--data", str(csv)],
+        args=["-m", "autoresearch_mcp.server", "--db", str(db), "--data", str(csv)],
         env={
             "AUTORESEARCH_TASK_PLUGINS": "toy_task",
             "PYTHONPATH": str(TESTS_DIR),

@@ -3,8 +3,8 @@
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from autoresearch_mcp.server.config import ServerSettings
 from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 
 

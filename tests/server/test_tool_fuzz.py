@@ -36,9 +36,9 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult
 from record_checks import assert_earlier_records_intact, assert_store_consistent, snapshot
 
-from autoresearch_mcp.server.app import build_server
-from autoresearch_mcp.server.config import ServerSettings
+from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.query import VIEWS
+from autoresearch_mcp.server.settings import ServerSettings
 from toy_task import SOURCE
 
 CALL_TIMEOUT_S = 60.0  # a "hang": far above the slowest legitimate call here (a job wait of ~1 s)

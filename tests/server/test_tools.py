@@ -10,8 +10,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from autoresearch_mcp.server.app import build_server
-from autoresearch_mcp.server.config import ServerSettings
+from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.settings import ServerSettings
 
 pytestmark = pytest.mark.asyncio
 

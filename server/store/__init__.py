@@ -9,17 +9,17 @@ import sqlite3
 import uuid
 from typing import Any, Literal
 
-from autoresearch_mcp.server.db import canonical_json, now, orphaned, process_token, sha256, this_host
-from autoresearch_mcp.server.errors import REPEAT_PREFIX, RepeatError, ResearchError
-from autoresearch_mcp.server.models import (
+from autoresearch_mcp.contract.errors import REPEAT_PREFIX, RepeatError, ResearchError
+from autoresearch_mcp.contract.models import (
     BestResult,
     Experiment,
     ExperimentStatus,
     Run,
     RunStatus,
 )
-from autoresearch_mcp.server.store_artifacts import ArtifactRecords
-from autoresearch_mcp.server.store_notes import NoteRecords
+from autoresearch_mcp.server.store.artifacts import ArtifactRecords
+from autoresearch_mcp.server.store.db import canonical_json, now, orphaned, process_token, sha256, this_host
+from autoresearch_mcp.server.store.notes import NoteRecords
 
 
 class Store(ArtifactRecords, NoteRecords):

@@ -5,9 +5,9 @@ import sys
 
 from autoresearch_mcp import __version__
 from autoresearch_mcp.client import compare, run_cmd
-from autoresearch_mcp.server import serve
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server import main as serve
 from autoresearch_mcp.server.dashboard import cli as dashboard_cli
-from autoresearch_mcp.server.errors import ResearchError
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,7 +1,7 @@
 """A run's notes (strategy, failed approaches) and its event log (refusals, errors)."""
 
-from autoresearch_mcp.server.db import Database, now
-from autoresearch_mcp.server.models import Event, Note, NoteKind
+from autoresearch_mcp.contract.models import Event, Note, NoteKind
+from autoresearch_mcp.server.store.db import Database, now
 
 
 class NoteRecords(Database):

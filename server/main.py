@@ -1,11 +1,12 @@
-"""`autoresearch-mcp serve`: run the MCP server over stdio (default) or streamable HTTP."""
+"""The server's own command (`autoresearch-mcp-server`, `python -m autoresearch_mcp.server`, and
+`autoresearch-mcp serve`): run the MCP server over stdio (default) or streamable HTTP."""
 
 import argparse
 import logging
 import os
 from pathlib import Path
 
-from autoresearch_mcp.server.config import (
+from autoresearch_mcp.server.settings import (
     ENV_COVTYPE,
     ENV_DASK_SCHEDULER,
     ENV_DB,
@@ -35,7 +36,20 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
 
 
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    add_serve_arguments(sub.add_parser("serve", help="run the MCP server (stdio by default)"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`autoresearch-mcp-server [--transport http] ...`: the server alone, as hosts start it."""
+    parser = argparse.ArgumentParser(
+        prog="autoresearch-mcp-server", description="The autoresearch MCP server (stdio by default)."
+    )
+    add_serve_arguments(parser)
+    args = parser.parse_args(argv)
+    return run(args)
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(parser)
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
@@ -66,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=os.environ.get("AUTORESEARCH_LOG_LEVEL", "INFO"), format="%(levelname)s %(name)s: %(message)s"
     )
-    from autoresearch_mcp.server.app import build_server
+    from autoresearch_mcp.server.build import build_server
 
     settings = settings_from_args(args)
     if args.transport == "http":

@@ -17,11 +17,8 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from autoresearch_mcp import __version__
-from autoresearch_mcp.server.app_jobs import register_job_tools, register_query_tool
-from autoresearch_mcp.server.config import ServerSettings
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.jobs import JobService
-from autoresearch_mcp.server.models import (
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import (
     ArtifactInfo,
     ArtifactVersion,
     ExperimentResult,
@@ -33,10 +30,13 @@ from autoresearch_mcp.server.models import (
     StartedRun,
     SummaryText,
 )
+from autoresearch_mcp.server.jobs import JobService
 from autoresearch_mcp.server.program import render_program
 from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.tasks import make_task, task_names
+from autoresearch_mcp.server.tasks.registry import make_task, task_names
+from autoresearch_mcp.server.tools.jobs import register_job_tools, register_query_tool
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -2,7 +2,7 @@
 paper's Task 2).
 
 Fixed harness: the record generator, the reference output (computed here, in the server, by a trusted
-twin of the reference), the timing (sandbox/codeopt_child.py) and the metric, speedup = the run's
+twin of the reference), the timing (child.py beside this file) and the metric, speedup = the run's
 baseline time / the candidate's time, both medians over fresh inputs. Mutable artifact: train.py, which
 starts as the slow reference and must keep `def process_records(records)`.
 """
@@ -13,19 +13,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.sandbox.codeopt_child import ALLOWED_IMPORTS, EXTRA_FORBIDDEN_NAMES
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
-from autoresearch_mcp.sandbox.records import (
+from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
+from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.codeopt_records.child import ALLOWED_IMPORTS, EXTRA_FORBIDDEN_NAMES
+from autoresearch_mcp.server.tasks.codeopt_records.records import (
     REFERENCE_SOURCE,
     first_difference,
     make_records,
     process_records_fast,
 )
-from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
-from autoresearch_mcp.server.tasks import register
-from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.registry import register
 
-ENTRY = "autoresearch_mcp.sandbox.codeopt_child:run_benchmark"
+ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_benchmark"
 POLICY = GuardPolicy(
     allowed_imports=ALLOWED_IMPORTS,
     extra_forbidden_names=EXTRA_FORBIDDEN_NAMES,
@@ -46,6 +46,7 @@ class CodeOptTask(Task):
     direction = "max"
     params_model = NoParams
     experiment_tool = "run_benchmark"
+    sandbox_entries = (ENTRY,)
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
         settings = settings or {}

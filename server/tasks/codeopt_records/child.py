@@ -20,7 +20,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from autoresearch_mcp.sandbox.records import load_reference, make_records
+from autoresearch_mcp.server.tasks.codeopt_records.records import load_reference, make_records
 
 # The task's guard policy is built from these (server/tasks/codeopt_records.py); they live here, free of
 # pydantic, because the child enforces them again at run time and should start fast.

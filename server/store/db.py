@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from autoresearch_mcp.server import migrations
+from autoresearch_mcp.server.store import migrations
 
 BUSY_TIMEOUT_S = 30.0
 

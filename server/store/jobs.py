@@ -4,10 +4,10 @@ import os
 import sqlite3
 import uuid
 
-from autoresearch_mcp.server.db import now, orphaned, process_token, this_host
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.models import Job, JobStatus
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import Job, JobStatus
 from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.store.db import now, orphaned, process_token, this_host
 
 SELECT_JOB = "SELECT j.*, e.iteration AS iteration FROM jobs j JOIN experiments e ON e.id = j.experiment_id"
 

@@ -1,6 +1,6 @@
 """hpo-covertype: tune XGBoost on Covertype (the paper's Task 1).
 
-Fixed harness: the data split (covertype_data) and the scoring (macro F1 on the held-out 20%, computed
+Fixed harness: the data split (data.py) and the scoring (macro F1 on the held-out 20%, computed
 here from the predictions the sandboxed train.py hands in). Mutable artifact: train.py.
 """
 
@@ -14,9 +14,11 @@ from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
-from autoresearch_mcp.server.tasks import register
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
-from autoresearch_mcp.server.tasks.covertype_data import N_CLASSES, prepare_split
+from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, prepare_split
+from autoresearch_mcp.server.tasks.registry import register
+
+ENTRY = "autoresearch_mcp.server.tasks.hpo_covertype.child:run_training"
 
 
 class HPOParams(BaseModel):
@@ -93,6 +95,7 @@ class HPOCovertypeTask(Task):
     direction = "max"
     params_model = HPOParams
     experiment_tool = "run_experiment"
+    sandbox_entries = (ENTRY,)
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.data_path: str | None = settings.get("covtype_path")
@@ -126,7 +129,7 @@ class HPOCovertypeTask(Task):
             "seed": ctx.seed,
             "threads": limits.threads,
         }
-        result = run_sandboxed("autoresearch_mcp.sandbox.hpo_child:run_training", payload, limits)
+        result = run_sandboxed(ENTRY, payload, limits)
         if result.status != "ok" or result.result is None:
             return sandbox_failure(result)
         predictions = np.asarray(result.result["predictions"])

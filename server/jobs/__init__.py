@@ -1,4 +1,4 @@
-"""Background jobs: submit_training_job / get_job. Plain logic; the MCP glue is in app_jobs.py.
+"""Background jobs: submit_training_job / get_job. Plain logic; the MCP glue is in server/tools/jobs.py.
 
 A job is an experiment that runs on an executor (executors.py) instead of in the calling thread. It is
 reserved in the store at submit time exactly as run_experiment reserves it (same validation, refusals and
@@ -10,12 +10,12 @@ import threading
 import time
 from typing import Any
 
-from autoresearch_mcp.server.config import ServerSettings
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.executors import Executor, JobFuture, OnStart, make_executor
-from autoresearch_mcp.server.job_store import JobStore
-from autoresearch_mcp.server.models import ExperimentResult, Job, JobInfo
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import ExperimentResult, Job, JobInfo
+from autoresearch_mcp.server.jobs.executors import Executor, JobFuture, OnStart, make_executor
 from autoresearch_mcp.server.runs import PreparedExperiment, RunService
+from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.store.jobs import JobStore
 from autoresearch_mcp.server.tasks.base import Outcome
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from autoresearch_mcp.server.config import ServerSettings
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.worker import DASK_TOPIC, execute_dask_job
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.jobs.worker import DASK_TOPIC, execute_dask_job
+from autoresearch_mcp.server.settings import ServerSettings
 
 OnStart = Callable[[str, int | None], None]  # (where it runs, worker pid)
 
@@ -51,7 +51,7 @@ def make_executor(settings: ServerSettings) -> Executor:
 
 # -- local worker processes ----------------------------------------------------------------------
 class _WorkerProcess:
-    """One long-lived `python -m autoresearch_mcp.server.worker`, reused job after job (its imports
+    """One long-lived `python -m autoresearch_mcp.server.jobs.worker`, reused job after job (its imports
     and task caches stay warm)."""
 
     def __init__(self) -> None:
@@ -59,7 +59,7 @@ class _WorkerProcess:
         # Like multiprocessing's spawn: the worker sees the server's import path (plugin tasks included).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "autoresearch_mcp.server.worker"],
+            [sys.executable, "-m", "autoresearch_mcp.server.jobs.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

@@ -11,9 +11,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from autoresearch_mcp.server.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import JobInfo, QueryResult
 from autoresearch_mcp.server.jobs import JobService
-from autoresearch_mcp.server.models import JobInfo, QueryResult
 from autoresearch_mcp.server.query import MAX_ROWS, describe_views, query_views
 
 P = ParamSpec("P")
@@ -38,7 +38,7 @@ def async_tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]
 def register_job_tools(
     mcp: MCPServer, jobs: JobService, run_for: Callable[[Context, str | None], str], params_type: Any
 ) -> None:
-    from autoresearch_mcp.server.app import ADDITIVE, READ_ONLY, RunId, tool_errors  # (app imports us)
+    from autoresearch_mcp.server.build import ADDITIVE, READ_ONLY, RunId, tool_errors  # (app imports us)
 
     @mcp.tool(annotations=ADDITIVE)
     @tool_errors
@@ -75,7 +75,7 @@ def register_job_tools(
 
 
 def register_query_tool(mcp: MCPServer, db_path: Path) -> None:
-    from autoresearch_mcp.server.app import READ_ONLY, tool_errors
+    from autoresearch_mcp.server.build import READ_ONLY, tool_errors
 
     @mcp.tool(
         annotations=READ_ONLY,

@@ -5,7 +5,7 @@ the same function runs in a local worker process or on a Dask worker on another 
 never touches the run store: it returns the outcome, and the server records it. The sandboxed child
 process that runs train.py is started from here.
 
-`python -m autoresearch_mcp.server.worker` is the local worker process: one JSON payload per line on
+`python -m autoresearch_mcp.server.jobs.worker` is the local worker process: one JSON payload per line on
 stdin, one JSON reply per line on stdout, until stdin closes.
 """
 
@@ -19,9 +19,9 @@ import time
 import traceback
 from typing import Any
 
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.tasks import make_task_from
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
+from autoresearch_mcp.server.tasks.registry import make_task_from
 
 DASK_TOPIC = "autoresearch-jobs"
 _tasks: dict[str, Task] = {}  # per worker process: a task may cache data between jobs

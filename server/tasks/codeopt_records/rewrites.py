@@ -11,7 +11,7 @@ from functools import cache
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.sandbox.records import REFERENCE_SOURCE
+from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 
 
 class Rewrite(BaseModel):

@@ -2,9 +2,9 @@
 
 import sqlite3
 
-from autoresearch_mcp.server.db import Database, now, sha256
-from autoresearch_mcp.server.errors import ResearchError
-from autoresearch_mcp.server.models import ArtifactVersion
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import ArtifactVersion
+from autoresearch_mcp.server.store.db import Database, now, sha256
 
 
 class ArtifactRecords(Database):
