@@ -6,24 +6,35 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
-from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.errors import Refusal, ResearchError
 from autoresearch_mcp.server.settings import ENV_PREFIX
+
+M = TypeVar("M", bound=BaseModel)
 
 # The SDK's stdio client passes only an allow-list of variables; the server also needs these.
 FORWARDED_EXACT = ("SCIKIT_LEARN_DATA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH")
 
 
 class ToolOutcome(BaseModel):
+    """One tool call's answer: the text the model reads; the structured result, or the refusal."""
+
     ok: bool
     text: str
     data: dict[str, Any] | None
+    refusal: Refusal | None = None
+
+    def as_model(self, model: type[M]) -> M:
+        """The structured result as its contract model (raises when the call was refused)."""
+        if not self.ok or self.data is None:
+            raise ResearchError(self.text or "the call returned no result", kind="unavailable")
+        return model.model_validate(self.data)
 
 
 def server_env() -> dict[str, str]:
@@ -55,10 +66,24 @@ class ResearchClient:
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         result = await self.client.call_tool(tool, arguments)
         text = "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
-        prefix = f"Error executing tool {tool}: "
-        if result.is_error and text.startswith(prefix):
-            text = text[len(prefix) :]
-        return ToolOutcome(ok=not result.is_error, text=text, data=result.structured_content)
+        if not result.is_error:
+            return ToolOutcome(ok=True, text=text, data=result.structured_content)
+        structured = (result.structured_content or {}).get("refusal")
+        if structured is not None:  # a refusal of the run logic: the message is the text
+            refusal = Refusal.model_validate(structured)
+        else:  # the SDK refused the arguments before the tool ran
+            refusal = Refusal(kind="bad_argument", message=text)
+        return ToolOutcome(ok=False, text=refusal.message, data=None, refusal=refusal)
+
+    async def typed(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M:
+        """Call a tool that must succeed and read its result as a contract model."""
+        outcome = await self.call(tool, arguments)
+        if not outcome.ok:
+            raise ResearchError(
+                f"{tool} failed: {outcome.text}",
+                kind=outcome.refusal.kind if outcome.refusal else "bad_argument",
+            )
+        return outcome.as_model(model)
 
     async def must(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = await self.call(tool, arguments)

@@ -28,7 +28,6 @@ from autoresearch_mcp.client.prompts import (
     stateful_turn,
 )
 from autoresearch_mcp.client.tools import agent_tools
-from autoresearch_mcp.contract.errors import REPEAT_PREFIX
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 MAX_RESULT_CHARS = 3000
@@ -182,7 +181,7 @@ class StatefulAgent(Agent):
             else:
                 outcome = await self.rc.call(call.name, {**call.arguments, "run_id": self.run_id})
                 text, is_error = result_text(call.name, outcome), not outcome.ok
-                if is_error and REPEAT_PREFIX in text:
+                if outcome.refusal is not None and outcome.refusal.kind == "exact_repeat":
                     params = call.arguments.get("params")
                     hint = repeat_hint(call.name, params if isinstance(params, dict) else {}, self.repeats)
                     text += " " + hint

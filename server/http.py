@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ENV_TOKEN, ServerSettings
 
@@ -102,14 +103,14 @@ def build_http_app(
             required_scopes=[SCOPE],
             validate_token_resource=False,
         )
-    mcp = build_server(settings, token_verifier=verifier, auth=auth)
+    research = Research(settings).open()
+    mcp = build_server(research, token_verifier=verifier, auth=auth)
     security = transport_security(host, allowed_hosts)
     app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
-    service: RunService = mcp.service  # type: ignore[attr-defined]
+    service = research.runs
     app.router.routes.extend(extra_routes)
     if routes_factory is not None:
         app.router.routes.extend(routes_factory(service))
-    jobs = mcp.jobs  # type: ignore[attr-defined]
     mcp_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
@@ -118,11 +119,12 @@ def build_http_app(
             try:
                 yield
             finally:  # uvicorn re-raises SIGTERM after shutdown: close the job workers here
-                await anyio.to_thread.run_sync(jobs.close)
+                await anyio.to_thread.run_sync(research.close)
 
     app.router.lifespan_context = lifespan
     app.state.service = service
-    app.state.jobs = jobs
+    app.state.jobs = research.jobs
+    app.state.research = research
     app.state.mcp = mcp
     app.state.token_required = verifier is not None
     app.state.transport_security = security

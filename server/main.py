@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         level=os.environ.get("AUTORESEARCH_LOG_LEVEL", "INFO"), format="%(levelname)s %(name)s: %(message)s"
     )
     from autoresearch_mcp.server.build import build_server
+    from autoresearch_mcp.server.research import Research
 
     settings = settings_from_args(args)
     if args.transport == "http":
@@ -90,9 +91,6 @@ def run(args: argparse.Namespace) -> int:
             settings, host=args.host, port=args.port, token=args.token, allowed_hosts=args.allowed_host
         )
         return 0
-    server = build_server(settings)
-    try:
-        server.run()
-    finally:
-        server.jobs.close()  # type: ignore[attr-defined]
+    with Research(settings) as research:
+        build_server(research).run()
     return 0

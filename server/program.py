@@ -1,5 +1,9 @@
 """The research instructions (the paper's program.md), served as the `autoresearch` prompt."""
 
+from mcp.server import MCPServer
+
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
 
 PROGRAM = """You are running an autonomous research loop on the task "{task_name}": {description}
@@ -45,3 +49,13 @@ def render_program(task: Task) -> str:
         how=HOW[task.experiment_tool],
         params="  Parameters:\n" + "\n".join(f"  - {line}" for line in params.splitlines()),
     )
+
+
+def register(mcp: MCPServer, research: Research) -> None:
+    @mcp.prompt()
+    def autoresearch(task: str = "hpo-covertype") -> str:
+        """The research instructions (goal, tools, rules, when to stop) for a task."""
+        try:
+            return render_program(research.runs.task(task))
+        except ResearchError as exc:
+            raise ValueError(str(exc)) from None

@@ -52,7 +52,7 @@ SAFE_FUNCTIONS = frozenset(_SAFE.split())
 
 def query_views(db_path: Path, sql: str, max_rows: int = 200) -> QueryResult:
     if not 1 <= max_rows <= MAX_ROWS:
-        raise ResearchError(f"max_rows must be between 1 and {MAX_ROWS}")
+        raise ResearchError(f"max_rows must be between 1 and {MAX_ROWS}", kind="bad_query")
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
     try:
         return _run(conn, sql, max_rows)
@@ -73,9 +73,11 @@ def _run(conn: sqlite3.Connection, sql: str, max_rows: int) -> QueryResult:
         cursor = conn.execute(sql)
         rows = cursor.fetchmany(max_rows + 1)
     except sqlite3.ProgrammingError as exc:  # e.g. "You can only execute one statement at a time."
-        raise ResearchError(f"refused: {str(exc).rstrip('.')}. Send one SELECT statement.") from None
+        raise ResearchError(
+            f"refused: {str(exc).rstrip('.')}. Send one SELECT statement.", kind="bad_query"
+        ) from None
     except sqlite3.Error as exc:
-        raise ResearchError(_explain(exc, denied, time.monotonic() > deadline)) from None
+        raise ResearchError(_explain(exc, denied, time.monotonic() > deadline), kind="bad_query") from None
     finally:
         conn.set_progress_handler(None, 0)
     columns = [d[0] for d in cursor.description or ()]
@@ -108,7 +110,9 @@ def _view_reads(conn: sqlite3.Connection) -> dict[str, set[tuple[str, str]]]:
         for name in VIEWS:
             conn.execute(f"EXPLAIN SELECT * FROM {name}").fetchall()
     except sqlite3.OperationalError as exc:
-        raise ResearchError(f"the results views are missing from this database ({exc})") from None
+        raise ResearchError(
+            f"the results views are missing from this database ({exc})", kind="bad_query"
+        ) from None
     finally:
         conn.set_authorizer(None)
     return reads

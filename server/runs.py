@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from autoresearch_mcp.contract.errors import RefusedError, ResearchError
+from autoresearch_mcp.contract.edits import EditError, apply_edits
+from autoresearch_mcp.contract.errors import RefusalKind, RefusedError, ResearchError
 from autoresearch_mcp.contract.models import (
     ArtifactVersion,
     Experiment,
@@ -89,15 +90,25 @@ class RunService:
         return run, self.summary(run.id)
 
     def default_run_id(self, preferred: str | None) -> str:
-        """The session's run if it has one, else the most recent running run."""
+        """The session's run if it has one, else the only running run. With several running and no
+        session (the default protocol has none), refuse with the list: never a silent guess."""
         if preferred is not None:
             return preferred
-        latest = self.store.latest_running_run_id()
-        if latest is None:
+        running = self.store.list_runs("running")
+        if not running:
             runs = self.store.list_runs()
             last = f" (the latest, {runs[0].id}, is {runs[0].status})" if runs else ""
-            raise ResearchError(f"no run is running{last}: start one with start_run, or pass run_id")
-        return latest
+            raise ResearchError(
+                f"no run is running{last}: start one with start_run, or pass run_id", kind="no_running_run"
+            )
+        if len(running) > 1:
+            listed = ", ".join(f"{r.id} ({r.task}{f', {r.name}' if r.name else ''})" for r in running[:10])
+            raise ResearchError(
+                f"{len(running)} runs are running: pass run_id, one of {listed}",
+                kind="ambiguous_run",
+                detail={"running": [r.id for r in running]},
+            )
+        return running[0].id
 
     def summary(self, run_id: str) -> str:
         run = self.store.get_run(run_id)
@@ -118,10 +129,12 @@ class RunService:
         return metric >= run.target if run.direction == "max" else metric <= run.target
 
     # -- experiments -------------------------------------------------------------------------
-    def refuse(self, run_id: str | None, tool: str, message: str) -> RefusedError:
+    def refuse(
+        self, run_id: str | None, tool: str, message: str, kind: RefusalKind = "bad_argument"
+    ) -> RefusedError:
         """Log a refusal (no budget spent) and return the error to raise."""
         self.store.log_event(run_id, "refusal", tool, message)
-        return RefusedError(message)
+        return RefusedError(message, kind=kind)
 
     def run_experiment(
         self, run_id: str, params: dict[str, Any], note: str | None, tool: str = "run_experiment"
@@ -142,7 +155,7 @@ class RunService:
         try:
             validated = task.params_model.model_validate(params)
         except ValidationError as exc:
-            raise self.refuse(run_id, tool, _params_error(exc, task)) from None
+            raise self.refuse(run_id, tool, _params_error(exc, task), "invalid_params") from None
         canonical = validated.model_dump()
         artifact = self.store.get_artifact(run_id)
         try:
@@ -211,6 +224,7 @@ class RunService:
                 run_id,
                 "run_benchmark",
                 f"task {task.name} is evaluated with run_experiment(params), not run_benchmark",
+                "wrong_tool",
             )
         return self.run_experiment(run_id, {}, None, tool="run_benchmark")
 
@@ -266,16 +280,28 @@ class RunService:
         run = self.store.get_run(run_id)
         tool = "modify_train_py"
         if run.status != "running":
-            raise self.refuse(run_id, tool, f"run {run_id} is {run.status}; its train.py is frozen")
+            raise self.refuse(
+                run_id, tool, f"run {run_id} is {run.status}; its train.py is frozen", "run_finished"
+            )
         if (source is None) == (edits is None):
             raise self.refuse(run_id, tool, "give exactly one of `source` (the whole file) or `edits`")
         current = self.store.get_artifact(run_id)
-        new_source = source if source is not None else apply_edits(current.source, edits or [], self, run_id)
+        try:
+            new_source = source if source is not None else apply_edits(current.source, edits or [])
+        except EditError as exc:
+            raise self.refuse(run_id, tool, str(exc), "rejected_edit") from None
         if new_source == current.source:
-            raise self.refuse(run_id, tool, f"no change: this is already train.py v{current.version}")
+            raise self.refuse(
+                run_id, tool, f"no change: this is already train.py v{current.version}", "rejected_edit"
+            )
         problems = self.task(run.task).check_artifact(new_source)
         if problems:
-            raise self.refuse(run_id, tool, "edit rejected, train.py unchanged:\n- " + "\n- ".join(problems))
+            raise self.refuse(
+                run_id,
+                tool,
+                "edit rejected, train.py unchanged:\n- " + "\n- ".join(problems),
+                "rejected_edit",
+            )
         return self.store.add_artifact_version(
             run_id, new_source, description, expected_parent=current.version
         )
@@ -288,38 +314,26 @@ class RunService:
         run = self.store.get_run(run_id)
         if run.status != "running":
             raise self.refuse(
-                run_id, "revert_train_py", f"run {run_id} is {run.status}; its train.py is frozen"
+                run_id,
+                "revert_train_py",
+                f"run {run_id} is {run.status}; its train.py is frozen",
+                "run_finished",
             )
         try:
             old = self.store.get_artifact(run_id, version)
         except ResearchError as exc:
-            raise self.refuse(run_id, "revert_train_py", str(exc)) from None
+            raise self.refuse(run_id, "revert_train_py", str(exc), exc.kind) from None
         current = self.store.get_artifact(run_id)
         if old.source == current.source:
             raise self.refuse(
-                run_id, "revert_train_py", f"train.py v{current.version} already equals v{version}"
+                run_id,
+                "revert_train_py",
+                f"train.py v{current.version} already equals v{version}",
+                "rejected_edit",
             )
         return self.store.add_artifact_version(
             run_id, old.source, f"revert to v{version}", expected_parent=current.version
         )
-
-
-def apply_edits(source: str, edits: list[tuple[str, str]], service: RunService, run_id: str) -> str:
-    """Apply search/replace edits in order; each search text must occur exactly once."""
-    if not edits:
-        raise service.refuse(run_id, "modify_train_py", "edits is empty; give at least one {search, replace}")
-    for number, (search, replace) in enumerate(edits, start=1):
-        count = source.count(search) if search else 0
-        if count != 1:
-            found = "is empty" if not search else ("was not found" if count == 0 else f"occurs {count} times")
-            hint = "copy it exactly from get_current_train_py" if count == 0 else "include more context"
-            raise service.refuse(
-                run_id,
-                "modify_train_py",
-                f"edit {number}: the search text {found}; {hint}. train.py unchanged.",
-            )
-        source = source.replace(search, replace, 1)
-    return source
 
 
 def _params_error(exc: ValidationError, task: Task) -> str:

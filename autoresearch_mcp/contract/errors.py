@@ -1,8 +1,55 @@
-"""The one user-facing error of the run logic. The MCP glue turns it into a ToolError the model reads."""
+"""The one user-facing error, and the kinds of refusal it carries on the wire.
+
+The server raises `ResearchError(message, kind=...)`; the MCP glue turns it into an error tool result
+whose text is the message (for the model) and whose structured content is a `Refusal` (for programs:
+an agent tells an exact repeat from an invalid edit by its kind, never by matching text).
+"""
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+RefusalKind = Literal[
+    "invalid_params",  # params outside the task's schema (the message lists the ranges)
+    "exact_repeat",  # same params on the same train.py version as an earlier experiment
+    "rejected_edit",  # modify_train_py refused: guardrails, a search text not found once, no change
+    "wrong_tool",  # e.g. run_benchmark on a params task
+    "unknown_run",
+    "unknown_task",
+    "unknown_job",
+    "unknown_version",
+    "no_running_run",  # run_id omitted and no run is running
+    "ambiguous_run",  # run_id omitted and several runs are running
+    "run_finished",  # the run takes no more experiments or edits
+    "budget_exhausted",
+    "bad_query",
+    "bad_argument",
+    "unavailable",  # the server cannot do it now (shutting down, data missing, scheduler unreachable)
+]
+
+
+class Refusal(BaseModel):
+    """The structured content of an error tool result."""
+
+    kind: RefusalKind
+    message: str
+    detail: dict[str, Any] = Field(
+        default_factory=dict, description="e.g. the earlier experiment of a repeat"
+    )
 
 
 class ResearchError(Exception):
     """Something the caller asked for cannot be done; the message says why and what to do instead."""
+
+    def __init__(
+        self, message: str, kind: RefusalKind = "bad_argument", detail: dict[str, Any] | None = None
+    ):
+        super().__init__(message)
+        self.kind: RefusalKind = kind
+        self.detail = detail or {}
+
+    def refusal(self) -> Refusal:
+        return Refusal(kind=self.kind, message=str(self), detail=self.detail)
 
 
 class RefusedError(ResearchError):
@@ -12,13 +59,9 @@ class RefusedError(ResearchError):
     """
 
 
-# How a refused exact repeat starts: agents recognise it by this (the message is all a tool error carries).
-REPEAT_PREFIX = "exact repeat of experiment #"
-
-
 class RepeatError(RefusedError):
     """The same params on the same artifact version already ran; carries the earlier experiment."""
 
-    def __init__(self, message: str, earlier: object) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, earlier: Any) -> None:
+        super().__init__(message, kind="exact_repeat", detail={"iteration": earlier.iteration})
         self.earlier = earlier

@@ -47,7 +47,7 @@ class JobService:
         """Started on first use, so a server that never runs jobs never starts workers or dials Dask."""
         with self._lock:
             if self._closed:
-                raise ResearchError("the server is shutting down; it takes no new jobs")
+                raise ResearchError("the server is shutting down; it takes no new jobs", kind="unavailable")
             if self._executor is None:
                 self._executor = make_executor(self.settings)
             return self._executor
@@ -63,7 +63,9 @@ class JobService:
         except Exception as exc:  # whatever the executor raises, the reserved job must not stay queued
             self._fail(job.id, job.experiment_id, f"the executor refused it: {exc}")
             self._release(job.id)
-            raise ResearchError(f"job {job.id} could not be submitted ({exc}); it is marked failed") from None
+            raise ResearchError(
+                f"job {job.id} could not be submitted ({exc}); it is marked failed", kind="unavailable"
+            ) from None
         future.add_done_callback(lambda fut: self._on_done(job.id, job.experiment_id, fut))
         return self.info(job.id)
 

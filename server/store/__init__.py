@@ -9,7 +9,7 @@ import sqlite3
 import uuid
 from typing import Any, Literal
 
-from autoresearch_mcp.contract.errors import REPEAT_PREFIX, RepeatError, ResearchError
+from autoresearch_mcp.contract.errors import RepeatError, ResearchError
 from autoresearch_mcp.contract.models import (
     BestResult,
     Experiment,
@@ -128,17 +128,19 @@ class Store(ArtifactRecords, NoteRecords):
         with self.transaction() as conn:
             run = conn.execute("SELECT status, budget FROM runs WHERE id = ?", (run_id,)).fetchone()
             if run is None:
-                raise ResearchError(f"unknown run {run_id!r}")
+                raise ResearchError(f"unknown run {run_id!r}", kind="unknown_run")
             if run["status"] != "running":
                 raise ResearchError(
                     f"run {run_id} is {run['status']}: it takes no more experiments. "
-                    "Start a new run with start_run."
+                    "Start a new run with start_run.",
+                    kind="run_finished",
                 )
             used = conn.execute("SELECT COUNT(*) FROM experiments WHERE run_id = ?", (run_id,)).fetchone()[0]
             if used >= run["budget"]:
                 raise ResearchError(
                     f"run {run_id} has used its whole budget ({used}/{run['budget']}). "
-                    "Call finish_run, or start a new run with a larger budget."
+                    "Call finish_run, or start a new run with a larger budget.",
+                    kind="budget_exhausted",
                 )
             key = sha256(canonical_json(params))
             earlier = conn.execute(
@@ -149,7 +151,7 @@ class Store(ArtifactRecords, NoteRecords):
             if earlier is not None:
                 exp = _experiment_from_row(earlier)
                 raise RepeatError(
-                    f"{REPEAT_PREFIX}{exp.iteration} (same params on train.py v{artifact_version}),"
+                    f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
                     f" which ended {exp.status}"
                     + (f" with {exp.metric:.4f}" if exp.metric is not None else "")
                     + ". Not run again; try different params or change train.py.",
@@ -213,7 +215,7 @@ class Store(ArtifactRecords, NoteRecords):
     def get_experiment(self, exp_id: int) -> Experiment:
         row = self._conn().execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
         if row is None:
-            raise ResearchError(f"unknown experiment {exp_id}")
+            raise ResearchError(f"unknown experiment {exp_id}", kind="bad_argument")
         return _experiment_from_row(row)
 
     def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:

@@ -32,7 +32,7 @@ class ArtifactRecords(Database):
                 "SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)
             ).fetchone()[0]
             if latest is None:
-                raise ResearchError(f"unknown run {run_id!r}")
+                raise ResearchError(f"unknown run {run_id!r}", kind="unknown_run")
             if expected_parent is not None and latest != expected_parent:
                 raise ResearchError(
                     f"train.py changed while you edited it (now version {latest}, you edited "
@@ -54,8 +54,10 @@ class ArtifactRecords(Database):
         if row is None:
             latest = conn.execute("SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)).fetchone()
             if latest[0] is None:
-                raise ResearchError(f"unknown run {run_id!r}")
-            raise ResearchError(f"train.py has no version {version}; versions are 1..{latest[0]}")
+                raise ResearchError(f"unknown run {run_id!r}", kind="unknown_run")
+            raise ResearchError(
+                f"train.py has no version {version}; versions are 1..{latest[0]}", kind="unknown_version"
+            )
         return ArtifactVersion(**dict(row))
 
     def artifact_versions(self, run_id: str) -> list[ArtifactVersion]:

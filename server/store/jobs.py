@@ -29,7 +29,9 @@ class JobStore:
     def get(self, job_id: str) -> Job:
         row = self.store.reader().execute(f"{SELECT_JOB} WHERE j.id = ?", (job_id,)).fetchone()
         if row is None:
-            raise ResearchError(f"unknown job {job_id!r}; submit_training_job returns the job id")
+            raise ResearchError(
+                f"unknown job {job_id!r}; submit_training_job returns the job id", kind="unknown_job"
+            )
         return _job_from_row(row)
 
     def mark_running(self, job_id: str, worker: str, worker_pid: int | None) -> None:

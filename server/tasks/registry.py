@@ -33,7 +33,9 @@ def make_task(name: str, settings: dict[str, Any]) -> Task:
     _load_builtins()
     factory = _REGISTRY.get(name)
     if factory is None:
-        raise ResearchError(f"unknown task {name!r}; available tasks: {', '.join(task_names())}")
+        raise ResearchError(
+            f"unknown task {name!r}; available tasks: {', '.join(task_names())}", kind="unknown_task"
+        )
     return factory(settings)
 
 

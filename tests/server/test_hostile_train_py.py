@@ -28,6 +28,7 @@ from record_checks import (
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks.registry import register, unregister
 from toy_task import ToyTask
@@ -116,7 +117,7 @@ async def answers_normally(client: Client, run_id: str) -> None:
 async def test_hostile_train_py_is_refused_by_the_real_guard_and_nothing_is_stored(
     settings: ServerSettings, sandbox_dir: Path, secrets_in_env: None
 ):
-    async with Client(build_server(settings)) as client:
+    async with Client(build_server(Research(settings))) as client:
         run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 5}))["run_id"]
         await call(client, "run_experiment", {"params": {"x": 1.0}})
         await call(client, "add_note", {"text": "baseline done"})
@@ -142,7 +143,7 @@ async def test_hostile_train_py_is_refused_by_the_real_guard_and_nothing_is_stor
 async def test_hostile_train_py_that_runs_is_a_recorded_result_and_the_server_carries_on(
     settings: ServerSettings, hostile_task: None, sandbox_dir: Path, secrets_in_env: None
 ):
-    async with Client(build_server(settings)) as client:
+    async with Client(build_server(Research(settings))) as client:
         run_id = (await call(client, "start_run", {"task": "toy-hostile", "budget": 20}))["run_id"]
         await call(client, "run_experiment", {"params": {"x": 1.0}, "note": "baseline"})
         await call(client, "add_note", {"text": "before the attacks"})

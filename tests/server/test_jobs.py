@@ -15,6 +15,7 @@ import pytest
 from mcp import Client
 
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 
@@ -23,12 +24,13 @@ pytestmark = pytest.mark.asyncio
 
 @asynccontextmanager
 async def serving(settings: ServerSettings) -> AsyncIterator[Client]:
-    server = build_server(settings)
+    research = Research(settings).open()
+    server = build_server(research)
     try:
         async with Client(server, raise_exceptions=True) as client:
             yield client
     finally:
-        server.jobs.close()  # type: ignore[attr-defined]
+        research.close()
 
 
 async def call(client: Client, tool: str, args: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

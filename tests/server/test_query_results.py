@@ -11,6 +11,7 @@ from mcp import Client
 
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.query import VIEWS
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 
 pytestmark = pytest.mark.asyncio
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.asyncio
 @asynccontextmanager
 async def filled(settings: ServerSettings):
     """A server with one toy run: three experiments (one crash), a note, a second train.py version."""
-    server = build_server(settings)
+    research = Research(settings).open()
+    server = build_server(research)
     async with Client(server, raise_exceptions=True) as client:
         run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 5}))["run_id"]
         for x in (1.0, 0.5, 9.0):

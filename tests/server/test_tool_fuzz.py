@@ -8,9 +8,10 @@ JSON), and "interesting" real values (the runs' ids, job ids, train.py versions,
 edits). Most cases hit validation or the toy task; budgets are small so few reach the sandbox, and no
 running run uses XGBoost.
 
-What counts as a crash: the SDK turns a ToolError into `is_error` with "Error executing tool NAME:
-<message>", and any other exception into `is_error` with the bare "Error executing tool NAME" (and
-logs it at ERROR). So an error result must carry a message, and the SDK's server logger must stay free
+What counts as a crash: a refusal of ours is an `is_error` result whose text is the message and whose
+structured content is the refusal with its kind; the SDK turns its own argument errors into `is_error`
+with "Error executing tool NAME: <message>", and any other exception into `is_error` with the bare
+"Error executing tool NAME" (and logs it at ERROR). So an error result must carry a message, and the SDK's server logger must stay free
 of ERROR records. No exception may come out of call_tool either: the one the SDK raises for protocol
 misuse here is pydantic's ValidationError (for CallToolRequestParams), on the client side, when
 `arguments` is not a JSON object with string keys; nothing is sent then (see the test for it). Since
@@ -38,6 +39,7 @@ from record_checks import assert_earlier_records_intact, assert_store_consistent
 
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.query import VIEWS
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from toy_task import SOURCE
 
@@ -304,6 +306,7 @@ class Harness:
     portal: BlockingPortal
     client: Client
     server: MCPServer
+    research: Research
     db: Path
     errors: ErrorRecords
     tools: dict[str, Any] = field(default_factory=dict)
@@ -327,7 +330,11 @@ class Harness:
         result = self.call(tool, args)
         if result.is_error:
             text = result.content[0].text
-            assert text.startswith(f"Error executing tool {tool}: "), f"{tool} crashed on {args!r}: {text!r}"
+            refused = (result.structured_content or {}).get("refusal")
+            said_why = text.startswith(f"Error executing tool {tool}: ") or (
+                refused is not None and refused["message"] == text and text
+            )
+            assert said_why, f"{tool} crashed on {args!r}: {text!r}"
         else:
             assert result.structured_content is not None, (tool, args)
         assert not self.errors.records, [r.getMessage() for r in self.errors.records]
@@ -336,7 +343,8 @@ class Harness:
 
 @contextmanager
 def serving(settings: ServerSettings) -> Iterator[Harness]:
-    server = build_server(settings)
+    research = Research(settings).open()
+    server = build_server(research)
     errors = ErrorRecords()
     logger = logging.getLogger("mcp.server.mcpserver.server")
     logger.addHandler(errors)
@@ -345,13 +353,13 @@ def serving(settings: ServerSettings) -> Iterator[Harness]:
             start_blocking_portal() as portal,
             portal.wrap_async_context_manager(Client(server)) as client,
         ):
-            harness = Harness(portal, client, server, settings.db_path, errors)
+            harness = Harness(portal, client, server, research, settings.db_path, errors)
             listed = portal.call(client.list_tools)
             harness.tools = {tool.name: tool.input_schema for tool in listed.tools}
             yield harness
     finally:
         logger.removeHandler(errors)
-        server.jobs.close()  # type: ignore[attr-defined]
+        research.close()
 
 
 @dataclass
@@ -525,7 +533,7 @@ def test_a_tool_crash_would_be_caught_by_these_checks(
         raise RuntimeError("an unexpected bug")
 
     with serving(settings) as h:
-        monkeypatch.setattr(h.server.service.store, "list_runs", explode)  # type: ignore[attr-defined]
+        monkeypatch.setattr(h.research.store, "list_runs", explode)
         crash = h.call("list_runs", {})
         assert crash.is_error and crash.content[0].text == "Error executing tool list_runs"
         assert [r.getMessage() for r in h.errors.records] == [

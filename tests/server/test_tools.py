@@ -11,6 +11,7 @@ import pytest
 from mcp import Client
 
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 
 pytestmark = pytest.mark.asyncio
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.asyncio
 
 @asynccontextmanager
 async def connected(settings: ServerSettings):
-    async with Client(build_server(settings), raise_exceptions=True) as client:
+    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
         yield client
 
 
@@ -218,7 +219,8 @@ async def test_summary_and_history_are_answered_while_an_experiment_runs(setting
 
 
 async def test_a_legacy_session_keeps_using_the_run_it_started(settings):
-    server = build_server(settings)
+    research = Research(settings).open()
+    server = build_server(research)
     async with Client(server, mode="legacy") as mine, Client(server, mode="legacy") as other:
         my_run = (await call(mine, "start_run", {"task": "toy-quadratic"}))["run_id"]
         other_run = (await call(other, "start_run", {"task": "toy-quadratic"}))["run_id"]

@@ -11,22 +11,13 @@ from functools import cache
 
 from pydantic import BaseModel
 
+from autoresearch_mcp.contract.edits import apply_edits
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 
 
 class Rewrite(BaseModel):
     description: str
     edits: list[tuple[str, str]]  # (search, replace); each search occurs exactly once where it applies
-
-
-def apply_edits(source: str, edits: list[tuple[str, str]]) -> str:
-    """Apply search/replace pairs in order; each search text must occur exactly once."""
-    for number, (search, replace) in enumerate(edits, start=1):
-        count = source.count(search) if search else 0
-        if count != 1:
-            raise ValueError(f"edit {number}: the search text occurs {count} times, not once")
-        source = source.replace(search, replace, 1)
-    return source
 
 
 @cache

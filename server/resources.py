@@ -1,0 +1,49 @@
+"""Resources: autoresearch://runs, and per run its summary, history and train.py."""
+
+import functools
+from collections.abc import Callable
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import RunList
+from autoresearch_mcp.server.research import Research
+
+
+def _not_found(fn: Callable[[str], str]) -> Callable[[str], str]:
+    @functools.wraps(fn)
+    def wrapper(run_id: str) -> str:
+        try:
+            return fn(run_id)
+        except ResearchError as exc:
+            raise ResourceNotFoundError(str(exc)) from None
+
+    return wrapper
+
+
+def register(mcp: MCPServer, research: Research) -> None:
+    service = research.runs
+
+    @mcp.resource("autoresearch://runs", name="runs", mime_type="application/json")
+    def runs_resource() -> str:
+        """Every run with task, status, best and budget used."""
+        return RunList(runs=service.store.list_runs()).model_dump_json()
+
+    @mcp.resource("autoresearch://runs/{run_id}/summary", name="run-summary", mime_type="text/plain")
+    @_not_found
+    def summary_resource(run_id: str) -> str:
+        """The bounded summary the agent reads every turn."""
+        return service.summary(run_id)
+
+    @mcp.resource("autoresearch://runs/{run_id}/history", name="run-history", mime_type="application/json")
+    @_not_found
+    def history_resource(run_id: str) -> str:
+        """Every experiment of the run, in iteration order."""
+        return service.history(run_id, None, 0, "iteration", None).model_dump_json()
+
+    @mcp.resource("autoresearch://runs/{run_id}/train.py", name="run-train-py", mime_type="text/x-python")
+    @_not_found
+    def train_py_resource(run_id: str) -> str:
+        """The current train.py."""
+        return service.current_artifact(run_id).source

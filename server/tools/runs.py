@@ -1,0 +1,88 @@
+"""Tools about runs: start_run, list_runs, get_run_summary, add_note, finish_run."""
+
+from typing import Annotated, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from autoresearch_mcp.contract.models import Note, RunList, RunStatus, StartedRun, SummaryText
+from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.tasks.registry import task_names
+from autoresearch_mcp.server.tools.common import (
+    ADDITIVE,
+    ADDITIVE_IDEMPOTENT,
+    READ_ONLY,
+    RunId,
+    RunResolver,
+    refusals,
+)
+
+
+def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
+    TaskName = Literal[tuple(task_names())]  # type: ignore[valid-type]
+    service = research.runs
+
+    @mcp.tool(annotations=ADDITIVE)
+    @refusals
+    def start_run(
+        ctx: Context,
+        task: Annotated[TaskName, Field(description="which task to run")],
+        budget: Annotated[int, Field(ge=1, le=10_000, description="max experiments")] = 15,
+        target: Annotated[
+            float | None, Field(allow_inf_nan=False, description="stop when the metric reaches this")
+        ] = None,
+        seed: Annotated[int, Field(ge=0, le=2**31 - 1, description="the run's seed")] = 42,
+        name: Annotated[str | None, Field(max_length=100, description="a label for people")] = None,
+    ) -> StartedRun:
+        """Start an autonomous run on a task; calls without run_id on this connection then mean it."""
+        run, summary = service.start_run(task, budget, target, seed, name)
+        run_for.remember(ctx, run.id)
+        spec = service.task(task)
+        return StartedRun(
+            run_id=run.id,
+            summary=summary,
+            task_description=spec.describe(),
+            metric=spec.metric,
+            experiment_tool=spec.experiment_tool,
+        )
+
+    @mcp.tool(annotations=READ_ONLY)
+    @refusals
+    def list_runs(
+        status: Annotated[RunStatus | None, Field(description="only runs with this status")] = None,
+    ) -> RunList:
+        """Runs with task, status, best result and budget used, newest first."""
+        return RunList(runs=service.store.list_runs(status))
+
+    @mcp.tool(annotations=READ_ONLY)
+    @refusals
+    def get_run_summary(ctx: Context, run_id: RunId = None) -> SummaryText:
+        """The compact, bounded summary of a run (same as the summary resource)."""
+        resolved = run_for(ctx, run_id)
+        return SummaryText(run_id=resolved, summary=service.summary(resolved))
+
+    @mcp.tool(annotations=ADDITIVE)
+    @refusals
+    def add_note(
+        ctx: Context,
+        text: Annotated[str, Field(min_length=1, max_length=2000, description="the note")],
+        kind: Annotated[
+            Literal["strategy", "failed"], Field(description="a plan, or an approach that failed")
+        ] = "strategy",
+        run_id: RunId = None,
+    ) -> Note:
+        """Record a strategy note or a failed approach; the summary shows the latest ones."""
+        return service.add_note(run_for(ctx, run_id), text, kind)
+
+    @mcp.tool(annotations=ADDITIVE_IDEMPOTENT)
+    @refusals
+    def finish_run(
+        ctx: Context,
+        reason: Annotated[str, Field(min_length=1, max_length=500, description="why the run ends")],
+        run_id: RunId = None,
+    ) -> SummaryText:
+        """End the run (it takes no more experiments) and return its final summary."""
+        resolved = run_for(ctx, run_id)
+        _, summary = service.finish_run(resolved, reason)
+        return SummaryText(run_id=resolved, summary=summary)
