@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
 from autoresearch_mcp.client.meter import Transcript
+from autoresearch_mcp.contract.models import Experiment, Run
 
 StopReason = Literal["budget", "target", "llm-done", "failures", "call-limit", "llm-error"]
 Progress = Callable[[dict[str, Any]], None]
@@ -42,18 +43,18 @@ class AgentResult(BaseModel):
     best_metric: float | None
     transcript: str
     scripted: bool
+    run: Run | None = Field(default=None, description="the run as the server had it at the end")
+    history: list[Experiment] = Field(default_factory=list, description="its experiments, in order")
 
 
-def check(
-    run: dict[str, Any], failures: int, config: AgentConfig, calls: int
-) -> tuple[StopReason, str] | None:
+def check(run: Run, failures: int, config: AgentConfig, calls: int) -> tuple[StopReason, str] | None:
     """Stop when the budget is used, the target is reached, failures pile up or calls run out."""
-    if run["status"] == "exhausted" or run["used"] >= run["budget"]:
-        return "budget", f"budget used ({run['used']}/{run['budget']})"
-    if run["status"] == "converged":
-        return "target", f"target reached ({run['best']['metric']:.4f})"
-    if run["status"] == "stopped":
-        return "llm-done", run.get("finish_reason") or "stopped"
+    if run.status == "exhausted" or run.used >= run.budget:
+        return "budget", f"budget used ({run.used}/{run.budget})"
+    if run.status == "converged":
+        return "target", f"target reached ({run.best.metric:.4f})" if run.best else "target reached"
+    if run.status == "stopped":
+        return "llm-done", run.finish_reason or "stopped"
     if failures >= config.max_failures:
         return "failures", f"{failures} failures in a row"
     if calls >= config.max_calls:
@@ -72,7 +73,7 @@ async def finish(
     """End the run on the server (if CHECK, not the server, stopped it) and report."""
     assert stop is not None
     run = await rc.run(run_id)
-    if run["status"] == "running":
+    if run.status == "running":
         await rc.call("finish_run", {"run_id": run_id, "reason": f"{stop[0]}: {stop[1]}"[:500]})
         run = await rc.run(run_id)
     return AgentResult(
@@ -80,9 +81,9 @@ async def finish(
         mode=mode,
         stop_reason=stop[0],
         detail=stop[1],
-        experiments=run["used"],
+        experiments=run.used,
         llm_calls=calls,
-        best_metric=run["best"]["metric"] if run.get("best") else None,
+        best_metric=run.best.metric if run.best else None,
         transcript=str(transcript.path),
         scripted=transcript.llm.scripted,
     )
@@ -104,9 +105,9 @@ class Agent:
         self.failures = 0
         self.calls = 0
 
-    async def ask(self, request: LLMRequest, run: dict[str, Any]) -> LLMResponse:
+    async def ask(self, request: LLMRequest, run: Run) -> LLMResponse:
         """One LLM call toward the run's next experiment, recorded and shown; LLMError passes through."""
-        response, counts = await self.transcript.complete(request, iteration=run["used"] + 1)
+        response, counts = await self.transcript.complete(request, iteration=run.used + 1)
         self.calls += 1
         self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})
         return response

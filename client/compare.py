@@ -1,7 +1,8 @@
 """`autoresearch-mcp compare`: stateless and stateful side by side, same server build, same seeds.
 
 Writes DIR/results.json (the schema in DESIGN.md), DIR/table.md and DIR/figure.png. Every figure is
-computed from the runs' transcripts (tokens, calls) and the store (metrics, timestamps).
+computed from the runs' transcripts (tokens, calls) and what the server returns through its tools
+(metrics, timestamps), so it works the same against --server-url as against a spawned server.
 """
 
 import argparse
@@ -22,7 +23,7 @@ from autoresearch_mcp.client.meter import load_transcript, totals_by_iteration
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, check_agent_args, run_session
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.contract.models import Run
 
 MODES = ("stateless", "stateful")
 MEASURES = ("context_tokens", "full_tokens", "cache_weighted_tokens", "output_tokens")
@@ -50,11 +51,17 @@ def _seconds(stamp: str) -> float:
     return datetime.fromisoformat(stamp).timestamp()
 
 
-def per_iteration(result: AgentResult, store: Store) -> list[dict[str, Any]]:
+def _run_of(result: AgentResult) -> Run:
+    if result.run is None:
+        raise ResearchError(f"run {result.run_id}: the agent did not report the run's final state")
+    return result.run
+
+
+def per_iteration(result: AgentResult) -> list[dict[str, Any]]:
     """One row per experiment: its tokens and calls (from the transcript), best so far, wall seconds."""
     calls = totals_by_iteration(load_transcript(result.transcript))
-    run = store.get_run(result.run_id)
-    experiments, _ = store.experiments(result.run_id)
+    run = _run_of(result)
+    experiments = result.history
     rows, best, previous = [], None, _seconds(run.created_at)
     better = (lambda a, b: a > b) if run.direction == "max" else (lambda a, b: a < b)
     for exp in experiments:
@@ -87,9 +94,9 @@ def per_iteration(result: AgentResult, store: Store) -> list[dict[str, Any]]:
     return rows
 
 
-def run_record(mode: str, seed: int, result: AgentResult, store: Store) -> dict[str, Any]:
-    rows = per_iteration(result, store)
-    run = store.get_run(result.run_id)
+def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
+    rows = per_iteration(result)
+    run = _run_of(result)
     wall = _seconds(run.finished_at or run.created_at) - _seconds(run.created_at)
     totals = {m: round(sum(r[m] for r in rows), 1) for m in MEASURES}
     totals.update(
@@ -156,8 +163,8 @@ def crossover(runs: list[dict[str, Any]]) -> int | None:
 
 async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress) -> dict[str, Any]:
     out: Path = args.out
-    db = out / "runs.db"
-    args.db = db
+    if not args.server_url:
+        args.db = out / "runs.db"
     modes = [m for m in MODES if m in args.modes.split(",")]
     if args.parallel and args.hpo_threads is None and not args.server_url:
         # Share the cores between the modes' trainings: XGBoost thread teams that outnumber the cores
@@ -188,9 +195,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
                 progress.advance(task_bar)
         if args.parallel:
             progress.advance(task_bar, len(modes))
-        store = Store(db)
-        runs += [run_record(mode, seed, result, store) for mode, result in zip(modes, results, strict=True)]
-        store.close()
+        runs += [run_record(mode, seed, result) for mode, result in zip(modes, results, strict=True)]
     llm = results[0]
     return {
         "task": args.task,

@@ -1,6 +1,5 @@
 """Connect the agent to the server: spawn it over stdio (default) or reach one over streamable HTTP."""
 
-import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -14,6 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.errors import Refusal, ResearchError
+from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList
 from autoresearch_mcp.server.settings import ENV_PREFIX
 
 M = TypeVar("M", bound=BaseModel)
@@ -95,12 +95,26 @@ class ResearchClient:
         contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}/summary")).contents
         return contents[0].text  # type: ignore[union-attr]
 
-    async def run(self, run_id: str) -> dict[str, Any]:
-        runs = json.loads((await self.client.read_resource("autoresearch://runs")).contents[0].text)  # type: ignore[union-attr]
-        for run in runs["runs"]:
-            if run["id"] == run_id:
+    async def run(self, run_id: str) -> Run:
+        runs = RunList.model_validate_json(
+            (await self.client.read_resource("autoresearch://runs")).contents[0].text  # type: ignore[union-attr]
+        )
+        for run in runs.runs:
+            if run.id == run_id:
                 return run
-        raise ResearchError(f"run {run_id} disappeared from the server")
+        raise ResearchError(f"run {run_id} disappeared from the server", kind="unknown_run")
+
+    async def history(self, run_id: str) -> list[Experiment]:
+        """Every experiment of the run, in iteration order (read page by page)."""
+        experiments: list[Experiment] = []
+        offset: int | None = 0
+        while offset is not None:
+            page = await self.typed(
+                "get_experiment_history", {"run_id": run_id, "offset": offset}, HistoryPage
+            )
+            experiments += page.experiments
+            offset = page.next_offset
+        return experiments
 
     async def tools(self) -> list[Any]:
         return (await self.client.list_tools()).tools

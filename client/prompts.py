@@ -4,6 +4,10 @@ baseline's single message in the paper's format (DESIGN.md, "Stateless baseline"
 import json
 from typing import Any
 
+from pydantic import BaseModel
+
+from autoresearch_mcp.contract.models import Experiment
+
 STATEFUL_SYSTEM = {
     "run_experiment": (
         "You tune a model autonomously. The server keeps all state; each turn you get its summary. "
@@ -52,8 +56,17 @@ def _fmt_range(prop: dict[str, Any]) -> str:
     return f"{kind} {bounds}, default {prop.get('default')}".strip()
 
 
+class CodeVersion(BaseModel):
+    """One version of the function in the stateless code history, with its benchmark text."""
+
+    iteration: int
+    code: str
+    headline: str
+    benchmark: str
+
+
 def stateless_hpo(
-    task_description: str, params_schema: dict[str, Any], metric: str, history: list[dict[str, Any]]
+    task_description: str, params_schema: dict[str, Any], metric: str, history: list[Experiment]
 ) -> str:
     """One message: task, search space with ranges, output format, then every earlier experiment."""
     space = "\n".join(
@@ -71,29 +84,29 @@ def stateless_hpo(
     ]
     if not history:
         lines.append("(none yet)")
-    best: dict[str, Any] | None = None
+    best: Experiment | None = None
     for exp in history:
-        m = exp.get("metrics") or {}
-        if exp["status"] == "ok":
+        m = exp.metrics
+        if exp.status == "ok":
             lines.append(
-                f"Iter {exp['iteration']}: F1={m.get(metric, 0):.4f}, precision={m.get('precision', 0):.4f}, "
-                f"recall={m.get('recall', 0):.4f}, params={json.dumps(exp['params'])}"
+                f"Iter {exp.iteration}: F1={m.get(metric, 0):.4f}, precision={m.get('precision', 0):.4f}, "
+                f"recall={m.get('recall', 0):.4f}, params={json.dumps(exp.params)}"
             )
-            if best is None or (exp["metric"] or 0) > (best["metric"] or 0):
+            if best is None or (exp.metric or 0) > (best.metric or 0):
                 best = exp
         else:
-            error = (exp.get("error_tail") or "").strip().splitlines()[:1]
+            error = (exp.error_tail or "").strip().splitlines()[:1]
             lines.append(
-                f"Iter {exp['iteration']}: {exp['status'].upper()} ({error[0] if error else 'no output'}), "
-                f"params={json.dumps(exp['params'])}"
+                f"Iter {exp.iteration}: {exp.status.upper()} ({error[0] if error else 'no output'}), "
+                f"params={json.dumps(exp.params)}"
             )
     if best is not None:
-        lines.append(f"Best so far: Iter {best['iteration']} with F1={best['metric']:.4f}")
+        lines.append(f"Best so far: Iter {best.iteration} with F1={(best.metric or 0):.4f}")
     lines.append("Propose the next configuration as JSON.")
     return "\n".join(lines)
 
 
-def stateless_code(task_description: str, versions: list[dict[str, Any]]) -> str:
+def stateless_code(task_description: str, versions: list[CodeVersion]) -> str:
     """One message: the task and every earlier version in full with its benchmark."""
     lines = [
         f"You are optimizing Python code for speed. Task: {task_description}",
@@ -102,11 +115,11 @@ def stateless_code(task_description: str, versions: list[dict[str, Any]]) -> str
         "Full optimization history:",
     ]
     for v in versions:
-        lines.append(f"=== Iteration {v['iteration']} ({v['headline']}) ===")
+        lines.append(f"=== Iteration {v.iteration} ({v.headline}) ===")
         lines.append("Code:")
-        lines.append(v["code"].rstrip("\n"))
+        lines.append(v.code.rstrip("\n"))
         lines.append("Benchmark:")
-        lines.append(v["benchmark"])
+        lines.append(v.benchmark)
     lines.append("Propose the next optimized version. Reply with CODE: and the complete function.")
     return "\n".join(lines)
 

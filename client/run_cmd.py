@@ -17,6 +17,7 @@ from autoresearch_mcp.client.meter import Transcript, load_transcript, totals
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import Run, StartedRun
 from autoresearch_mcp.server.main import add_server_arguments
 from autoresearch_mcp.server.settings import ENV_TOKEN
 
@@ -161,7 +162,7 @@ async def run_session(
             data=args.data,
             server_args=spawn_args(args),
         ) as rc:
-            started = await rc.must(
+            started = await rc.typed(
                 "start_run",
                 {
                     "task": args.task,
@@ -170,11 +171,12 @@ async def run_session(
                     "seed": seed,
                     "name": name or f"{mode} {llm.name}",
                 },
+                StartedRun,
             )
-            run_id = started["run_id"]
+            run_id = started.run_id
             config = AgentConfig(
                 task=args.task,
-                experiment_tool=started["experiment_tool"],
+                experiment_tool=started.experiment_tool,
                 iterations=args.iterations,
                 max_failures=args.max_failures,
                 window=args.window,
@@ -184,8 +186,12 @@ async def run_session(
             if mode == "stateful":
                 agent: StatefulAgent | StatelessAgent = StatefulAgent(rc, recorder, run_id, config, progress)
             else:
-                agent = StatelessAgent(rc, recorder, run_id, config, started["task_description"], progress)
-            return await agent.run()
+                agent = StatelessAgent(rc, recorder, run_id, config, started.task_description, progress)
+            result = await agent.run()
+            # What the run looks like on the server at the end, read through the same door.
+            result.run = await rc.run(run_id)
+            result.history = await rc.history(run_id)
+            return result
     finally:
         await llm.aclose()
 
@@ -205,12 +211,12 @@ class LiveView:
 
     def __rich__(self) -> Table:
         table = Table(title=f"autoresearch-mcp · {self.mode} · {self.llm}", show_header=False)
-        run = self.state.get("run")
+        run: Run | None = self.state.get("run")
         if run:
-            best = run.get("best")
-            table.add_row("run", f"{run['id']} ({run['task']})")
-            table.add_row("iteration", f"{run['used']}/{run['budget']}")
-            table.add_row("best", f"{best['metric']:.4f} (#{best['iteration']})" if best else "-")
+            best = run.best
+            table.add_row("run", f"{run.id} ({run.task})")
+            table.add_row("iteration", f"{run.used}/{run.budget}")
+            table.add_row("best", f"{best.metric:.4f} (#{best.iteration})" if best else "-")
         table.add_row("LLM calls", str(self.state.get("calls", 0)))
         table.add_row("tokens", f"context {self.context:,} · full {self.full:,}")
         return table

@@ -7,7 +7,6 @@ experiment: the summary already carries every result.
 """
 
 import json
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -28,6 +27,7 @@ from autoresearch_mcp.client.prompts import (
     stateful_turn,
 )
 from autoresearch_mcp.client.tools import agent_tools
+from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 MAX_RESULT_CHARS = 3000
@@ -82,25 +82,25 @@ def known_version(window: list[Turn]) -> int | None:
 
 def result_text(tool: str, outcome: ToolOutcome) -> str:
     """A compact tool result for the model (the full record stays on the server)."""
-    data = outcome.data or {}
     if not outcome.ok:
         return outcome.text[:MAX_RESULT_CHARS]
     if tool in EXPERIMENT_TOOLS:
-        exp, best = data["experiment"], data.get("best")
-        metric = f" {exp['metric']:.4f}" if exp.get("metric") is not None else ""
-        line = f"#{exp['iteration']} {exp['status']}{metric}" + (
-            " NEW BEST" if data.get("is_new_best") else ""
-        )
-        if exp["status"] != "ok" and exp.get("error_tail"):
-            line += f": {exp['error_tail'].strip().splitlines()[0][:200]}"
+        result = outcome.as_model(ExperimentResult)
+        exp, best = result.experiment, result.best
+        metric = f" {exp.metric:.4f}" if exp.metric is not None else ""
+        line = f"#{exp.iteration} {exp.status}{metric}" + (" NEW BEST" if result.is_new_best else "")
+        if exp.status != "ok" and exp.error_tail and exp.error_tail.strip():
+            line += f": {exp.error_tail.strip().splitlines()[0][:200]}"
         if best:
-            line += f"; best {best['metric']:.4f} (#{best['iteration']})"
-        return line + f"; budget left {data.get('budget_left')}"
+            line += f"; best {best.metric:.4f} (#{best.iteration})"
+        return line + f"; budget left {result.budget_left}"
     if tool in ("modify_train_py", "revert_train_py"):
-        return f"train.py is now v{data['version']} ({data['lines']} lines)"
+        info = outcome.as_model(ArtifactInfo)
+        return f"train.py is now v{info.version} ({info.lines} lines)"
     if tool == "get_current_train_py":
-        return f"train.py v{data['version']}:\n{data['source']}"
-    return json.dumps(data, separators=(",", ":"))[:MAX_RESULT_CHARS]
+        info = outcome.as_model(ArtifactInfo)
+        return f"train.py v{info.version}:\n{info.source}"
+    return json.dumps(outcome.data, separators=(",", ":"))[:MAX_RESULT_CHARS]
 
 
 class StatefulAgent(Agent):
@@ -136,11 +136,11 @@ class StatefulAgent(Agent):
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
             if not response.tool_calls:
                 # A DONE before any experiment ran is a misfire (small models do this), not a decision.
-                if "DONE" in response.text and run["used"] > 0:
+                if "DONE" in response.text and run.used > 0:
                     stop = ("llm-done", response.text.strip()[:300])
                     break
                 self.failures += 1
-                nudge = NUDGE if run["used"] > 0 else NO_EXPERIMENT_YET
+                nudge = NUDGE if run.used > 0 else NO_EXPERIMENT_YET
                 self.turns.append(Turn(assistant=assistant, user=Message(role="user", text=nudge)))
                 continue
             self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
@@ -149,20 +149,20 @@ class StatefulAgent(Agent):
     async def _show_code_if_unseen(self, window: list[Turn]) -> list[Turn]:
         """Put the current train.py in the window (as a get_current_train_py exchange) unless the model
         can already see it there."""
-        current = await self.rc.must("get_current_train_py", {"run_id": self.run_id})
-        if known_version(window) == current["version"]:
+        current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
+        if known_version(window) == current.version:
             return window
         call = ToolCall(
-            id=f"code-v{current['version']}-{len(self.turns)}", name="get_current_train_py", arguments={}
+            id=f"code-v{current.version}-{len(self.turns)}", name="get_current_train_py", arguments={}
         )
-        outcome = ToolOutcome(ok=True, text="", data=current)
+        outcome = ToolOutcome(ok=True, text="", data=current.model_dump(mode="json"))
         turn = Turn(
             assistant=Message(role="assistant", tool_calls=[call]),
             user=Message(
                 role="user",
                 tool_results=[ToolResult(tool_call_id=call.id, content=result_text(call.name, outcome))],
             ),
-            shows_version=current["version"],
+            shows_version=current.version,
         )
         self.turns.append(turn)
         return [*window, turn]
@@ -187,7 +187,11 @@ class StatefulAgent(Agent):
                     text += " " + hint
                     self.repeats += 1
                 self._account(call, outcome, turn)
-                ended = bool(outcome.data and outcome.data.get("run_status") not in (None, "running"))
+                ended = (
+                    outcome.ok
+                    and call.name in EXPERIMENT_TOOLS
+                    and (outcome.as_model(ExperimentResult).run_status != "running")
+                )
             if is_error:
                 self.failures += 1
             results.append(ToolResult(tool_call_id=call.id, content=text, is_error=is_error))
@@ -195,14 +199,16 @@ class StatefulAgent(Agent):
         return turn
 
     def _account(self, call: ToolCall, outcome: ToolOutcome, turn: Turn) -> None:
-        data: dict[str, Any] = outcome.data or {}
-        if call.name in EXPERIMENT_TOOLS and outcome.ok:
+        if not outcome.ok:
+            return
+        if call.name in EXPERIMENT_TOOLS:
             turn.recorded_experiment = True
-            if data["experiment"]["status"] == "ok":
+            if outcome.as_model(ExperimentResult).experiment.status == "ok":
                 self.failures = 0
             else:
                 self.failures += 1
-        elif call.name == "modify_train_py" and outcome.ok:
-            turn.made_version = (data["version"] - 1, data["version"])
-        elif call.name == "get_current_train_py" and outcome.ok:
-            turn.shows_version = data["version"]
+        elif call.name == "modify_train_py":
+            version = outcome.as_model(ArtifactInfo).version
+            turn.made_version = (version - 1, version)
+        elif call.name == "get_current_train_py":
+            turn.shows_version = outcome.as_model(ArtifactInfo).version

@@ -5,8 +5,6 @@ Only the context strategy differs from the stateful agent; the history is kept h
 as the paper's runner kept it, and re-sent in full every time.
 """
 
-from typing import Any
-
 from autoresearch_mcp.client.check import (
     Agent,
     AgentConfig,
@@ -20,6 +18,7 @@ from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import (
+    CodeVersion,
     benchmark_text,
     parse_code,
     parse_json_object,
@@ -27,6 +26,7 @@ from autoresearch_mcp.client.prompts import (
     stateless_hpo,
 )
 from autoresearch_mcp.client.tools import task_params_schema
+from autoresearch_mcp.contract.models import ArtifactInfo, Experiment, ExperimentResult
 
 
 class StatelessAgent(Agent):
@@ -41,19 +41,20 @@ class StatelessAgent(Agent):
     ) -> None:
         super().__init__(rc, transcript, run_id, config, progress)
         self.description = task_description
-        self.history: list[dict[str, Any]] = []  # HPO: experiments; code: versions with benchmarks
+        self.experiments: list[Experiment] = []  # HPO: every experiment so far
+        self.versions: list[CodeVersion] = []  # code: every version with its benchmark
 
     async def run(self) -> AgentResult:
         code_task = self.config.experiment_tool == "run_benchmark"
         if code_task:
-            original = await self.rc.must("get_current_train_py", {"run_id": self.run_id})
-            self.history.append(
-                {
-                    "iteration": 0,
-                    "code": original["source"],
-                    "headline": "original",
-                    "benchmark": "Not timed yet: the first benchmark times it as the baseline.",
-                }
+            original = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
+            self.versions.append(
+                CodeVersion(
+                    iteration=0,
+                    code=original.source or "",
+                    headline="original",
+                    benchmark="Not timed yet: the first benchmark times it as the baseline.",
+                )
             )
         else:
             tools = {tool.name: tool for tool in await self.rc.tools()}
@@ -66,9 +67,9 @@ class StatelessAgent(Agent):
             if stop:
                 break
             prompt = (
-                stateless_code(self.description, self.history)
+                stateless_code(self.description, self.versions)
                 if code_task
-                else stateless_hpo(self.description, self.params_schema, run["metric_name"], self.history)
+                else stateless_hpo(self.description, self.params_schema, run.metric_name, self.experiments)
             )
             request = LLMRequest(
                 system="", messages=[Message(role="user", text=prompt)], max_tokens=self.config.max_tokens
@@ -87,29 +88,29 @@ class StatelessAgent(Agent):
     async def _hpo_step(self, text: str) -> tuple[StopReason, str] | None:
         params = parse_json_object(text)
         if params is None:
-            if "DONE" in text and self.history:
+            if "DONE" in text and self.experiments:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             return None
         if isinstance(params.get("params"), dict):
             params = params["params"]
         outcome = await self.rc.call("run_experiment", {"params": params, "run_id": self.run_id})
-        if not outcome.ok or outcome.data is None:
+        if not outcome.ok:
             self.failures += 1
             return None
-        experiment = outcome.data["experiment"]
-        self.history.append(experiment)
-        self.failures = 0 if experiment["status"] == "ok" else self.failures + 1
+        experiment = outcome.as_model(ExperimentResult).experiment
+        self.experiments.append(experiment)
+        self.failures = 0 if experiment.status == "ok" else self.failures + 1
         return None
 
     async def _code_step(self, text: str) -> tuple[StopReason, str] | None:
         code = parse_code(text)
         if code is None:
-            if "DONE" in text and len(self.history) > 1:
+            if "DONE" in text and len(self.versions) > 1:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             return None
-        iteration = len(self.history)
+        iteration = len(self.versions)
         changed = await self.rc.call(
             "modify_train_py",
             {"source": code, "description": f"stateless iteration {iteration}", "run_id": self.run_id},
@@ -118,19 +119,20 @@ class StatelessAgent(Agent):
             self.failures += 1
             return None
         outcome = await self.rc.call("run_benchmark", {"run_id": self.run_id})
-        if not outcome.ok or outcome.data is None:
+        if not outcome.ok:
             self.failures += 1
             return None
-        exp = outcome.data["experiment"]
-        metrics = exp.get("metrics") or {}
+        exp = outcome.as_model(ExperimentResult).experiment
+        metrics = exp.metrics
         repeats = int(metrics["repeats"]) if "repeats" in metrics else None
-        if self.history[0]["headline"] == "original" and "baseline_ms" in metrics:
+        original = self.versions[0]
+        if original.headline == "original" and "baseline_ms" in metrics:
             base = metrics["baseline_ms"]
-            self.history[0]["headline"] = f"time={base:.2f}ms, speedup=1.00x"
-            self.history[0]["benchmark"] = benchmark_text(
+            original.headline = f"time={base:.2f}ms, speedup=1.00x"
+            original.benchmark = benchmark_text(
                 "ok", {"time_ms": base, "baseline_ms": base, "speedup": 1.0}, None, repeats
             )[1]
-        headline, block = benchmark_text(exp["status"], metrics, exp.get("error_tail"), repeats)
-        self.history.append({"iteration": iteration, "code": code, "headline": headline, "benchmark": block})
-        self.failures = 0 if exp["status"] == "ok" else self.failures + 1
+        headline, block = benchmark_text(exp.status, metrics, exp.error_tail, repeats)
+        self.versions.append(CodeVersion(iteration=iteration, code=code, headline=headline, benchmark=block))
+        self.failures = 0 if exp.status == "ok" else self.failures + 1
         return None
