@@ -19,11 +19,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.llm.base import LLMError
-from autoresearch_mcp.client.meter import load_transcript, totals_by_iteration
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, check_agent_args, run_session
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run
+from autoresearch_mcp.contract.transcript import load_transcript, totals_by_iteration
 
 MODES = ("stateless", "stateful")
 MEASURES = ("context_tokens", "full_tokens", "cache_weighted_tokens", "output_tokens")

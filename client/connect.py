@@ -12,9 +12,9 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
+from autoresearch_mcp.contract.env import ENV_PREFIX
 from autoresearch_mcp.contract.errors import Refusal, ResearchError
-from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList
-from autoresearch_mcp.server.settings import ENV_PREFIX
+from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList, TaskInfo
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -103,6 +103,14 @@ class ResearchClient:
             if run.id == run_id:
                 return run
         raise ResearchError(f"run {run_id} disappeared from the server", kind="unknown_run")
+
+    async def task(self, name: str) -> TaskInfo:
+        contents = (await self.client.read_resource(f"autoresearch://tasks/{name}")).contents
+        return TaskInfo.model_validate_json(contents[0].text)  # type: ignore[union-attr]
+
+    async def train_py(self, run_id: str) -> str:
+        contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}/train.py")).contents
+        return contents[0].text  # type: ignore[union-attr]
 
     async def history(self, run_id: str) -> list[Experiment]:
         """Every experiment of the run, in iteration order (read page by page)."""

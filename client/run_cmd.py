@@ -13,13 +13,13 @@ from rich.table import Table
 from autoresearch_mcp.client.check import AgentConfig, AgentResult
 from autoresearch_mcp.client.connect import connect
 from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm, temperature_problem
-from autoresearch_mcp.client.meter import Transcript, load_transcript, totals
+from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
+from autoresearch_mcp.contract.env import ENV_TOKEN, add_location_arguments
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import Run, StartedRun
-from autoresearch_mcp.server.main import add_server_arguments
-from autoresearch_mcp.server.settings import ENV_TOKEN
+from autoresearch_mcp.contract.models import Run, StartedRun, TaskInfo
+from autoresearch_mcp.contract.transcript import load_transcript, totals
 
 SCRIPTED_NOTE = "scripted backend: a deterministic test double, no language model was used"
 
@@ -65,7 +65,7 @@ def temperature_arg(value: str) -> float:
 
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `run` and `compare`."""
-    add_server_arguments(parser)
+    add_location_arguments(parser)
     parser.add_argument("--task", default="hpo-covertype", help="hpo-covertype or codeopt-records")
     parser.add_argument("--llm", choices=["anthropic", "openai", "scripted"], default="anthropic")
     parser.add_argument("--model", help="model name (anthropic default: claude-haiku-4-5)")
@@ -122,14 +122,16 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     parser.set_defaults(func=main)
 
 
-def build_llm(args: argparse.Namespace, seed: int) -> LLM:
+def build_llm(args: argparse.Namespace, seed: int, task: TaskInfo | None = None, original: str = "") -> LLM:
+    """The backend `args` name; the scripted double also gets the task as the server describes it."""
     return make_llm(
         args.llm,
         model=args.model,
         max_tokens=args.max_tokens,
         base_url=args.base_url,
         seed=seed,
-        task=args.task,
+        task=task,
+        original=original,
         prompt_caching=args.prompt_caching,
         tool_choice=args.tool_choice,
         timeout=args.llm_timeout,
@@ -153,7 +155,10 @@ async def run_session(
     progress: Any = None,
 ) -> AgentResult:
     """Start a run on the server and drive it with one agent until CHECK stops it."""
-    llm = build_llm(args, seed)
+    # A real backend is set up before anything connects, so a bad setting leaves no run (and no
+    # database) behind; the scripted double needs the task as the server describes it first.
+    scripted = args.llm == "scripted"
+    llm: LLM | None = None if scripted else build_llm(args, seed)
     try:
         async with connect(
             server_url=args.server_url,
@@ -169,11 +174,13 @@ async def run_session(
                     "budget": args.iterations,
                     "target": args.target,
                     "seed": seed,
-                    "name": name or f"{mode} {llm.name}",
+                    "name": name or f"{mode} {'scripted' if scripted else (args.model or args.llm)}",
                 },
                 StartedRun,
             )
             run_id = started.run_id
+            if llm is None:
+                llm = build_llm(args, seed, await rc.task(args.task), await rc.train_py(run_id))
             config = AgentConfig(
                 task=args.task,
                 experiment_tool=started.experiment_tool,
@@ -193,7 +200,8 @@ async def run_session(
             result.history = await rc.history(run_id)
             return result
     finally:
-        await llm.aclose()
+        if llm is not None:
+            await llm.aclose()
 
 
 class LiveView:

@@ -21,11 +21,12 @@ from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from autoresearch_mcp.contract.env import ENV_TOKEN
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.runs import RunService
-from autoresearch_mcp.server.settings import ENV_TOKEN, ServerSettings
+from autoresearch_mcp.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
 

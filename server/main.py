@@ -6,21 +6,8 @@ import logging
 import os
 from pathlib import Path
 
-from autoresearch_mcp.server.settings import (
-    ENV_COVTYPE,
-    ENV_DASK_SCHEDULER,
-    ENV_DB,
-    ENV_TOKEN,
-    ServerSettings,
-)
-
-
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by every command that opens or spawns a server."""
-    parser.add_argument(
-        "--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)"
-    )
-    parser.add_argument("--data", help=f"Covertype CSV for offline use (default: ${ENV_COVTYPE})")
+from autoresearch_mcp.contract.env import ENV_DASK_SCHEDULER, ENV_LOG_LEVEL, ENV_TOKEN, add_location_arguments
+from autoresearch_mcp.server.settings import ServerSettings
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
@@ -50,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    add_server_arguments(parser)
+    add_location_arguments(parser)
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
@@ -78,7 +65,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # stdout belongs to the MCP protocol on stdio: logs go to stderr.
     logging.basicConfig(
-        level=os.environ.get("AUTORESEARCH_LOG_LEVEL", "INFO"), format="%(levelname)s %(name)s: %(message)s"
+        level=os.environ.get(ENV_LOG_LEVEL, "INFO"), format="%(levelname)s %(name)s: %(message)s"
     )
     from autoresearch_mcp.server.build import build_server
     from autoresearch_mcp.server.research import Research

@@ -1,4 +1,4 @@
-"""Resources: autoresearch://runs, and per run its summary, history and train.py."""
+"""Resources: autoresearch://runs, per run its summary, history and train.py; autoresearch://tasks."""
 
 import functools
 from collections.abc import Callable
@@ -7,15 +7,16 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import RunList
+from autoresearch_mcp.contract.models import RunList, TaskList
 from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.tasks.registry import task_names
 
 
-def _not_found(fn: Callable[[str], str]) -> Callable[[str], str]:
+def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
     @functools.wraps(fn)
-    def wrapper(run_id: str) -> str:
+    def wrapper(**params: str) -> str:
         try:
-            return fn(run_id)
+            return fn(**params)
         except ResearchError as exc:
             raise ResourceNotFoundError(str(exc)) from None
 
@@ -47,3 +48,14 @@ def register(mcp: MCPServer, research: Research) -> None:
     def train_py_resource(run_id: str) -> str:
         """The current train.py."""
         return service.current_artifact(run_id).source
+
+    @mcp.resource("autoresearch://tasks", name="tasks", mime_type="application/json")
+    def tasks_resource() -> str:
+        """Every registered task: what it optimises, its kind, experiment tool and params schema."""
+        return TaskList(tasks=[service.task(name).info() for name in task_names()]).model_dump_json()
+
+    @mcp.resource("autoresearch://tasks/{name}", name="task", mime_type="application/json")
+    @_not_found
+    def task_resource(name: str) -> str:
+        """One task as an agent needs to know it (kind, tool, params schema, the scripted double's plan)."""
+        return service.task(name).info().model_dump_json()

@@ -3,11 +3,15 @@
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import toy_task  # noqa: F401  (registers the test-only task "toy-quadratic")
 from autoresearch_mcp.server.settings import ServerSettings
+
+if TYPE_CHECKING:
+    from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 COVTYPE_CSV = Path(
@@ -37,3 +41,12 @@ def covtype_csv() -> Path:
 @pytest.fixture
 def settings(tmp_path: Path, covtype_csv: Path) -> ServerSettings:
     return ServerSettings(db_path=tmp_path / "runs.db", covtype_path=str(covtype_csv), hpo_threads=2)
+
+
+def scripted_llm(task: str, seed: int = 42) -> "ScriptedLLM":
+    """The scripted double as run_session builds it: the task as the server describes it, and train.py v1."""
+    from autoresearch_mcp.client.llm.scripted import ScriptedLLM
+    from autoresearch_mcp.server.tasks.registry import make_task
+
+    spec = make_task(task, {})
+    return ScriptedLLM(task=spec.info(), original=spec.initial_artifact(), seed=seed)

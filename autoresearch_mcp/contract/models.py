@@ -163,3 +163,41 @@ class QueryResult(BaseModel):
     rows: list[list[Any]]
     truncated: bool = Field(description="true when more rows matched than max_rows (or the size cap)")
     elapsed_s: float
+
+
+class ScriptedStep(BaseModel):
+    """One move of the scripted double on a code task: search/replace edits of the previous step's file."""
+
+    description: str
+    edits: list[tuple[str, str]]
+
+
+class ScriptedPlan(BaseModel):
+    """What the deterministic test double needs to play a task; the task's folder supplies it.
+
+    Params tasks: where a practitioner would draw each parameter from (inside the schema's bounds), and
+    which are drawn on a log scale. Code tasks: a chain of steps applied cumulatively to train.py v1."""
+
+    prior: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    log_scale: list[str] = Field(default_factory=list)
+    steps: list[ScriptedStep] = Field(default_factory=list)
+
+
+class TaskInfo(BaseModel):
+    """A task as an agent needs to know it: `autoresearch://tasks/{name}`."""
+
+    name: str
+    title: str
+    description: str
+    metric: str
+    direction: Literal["max", "min"]
+    kind: Literal["params", "code"] = Field(
+        description="params: run_experiment(params) evaluates train.py; code: edit train.py, then run_benchmark"
+    )
+    experiment_tool: Literal["run_experiment", "run_benchmark"]
+    params_schema: dict[str, Any]
+    scripted: ScriptedPlan
+
+
+class TaskList(BaseModel):
+    tasks: list[TaskInfo]

@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
+from autoresearch_mcp.contract.models import TaskInfo
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -161,7 +163,8 @@ def make_llm(
     base_url: str | None = None,
     api_key: str | None = None,
     seed: int = 42,
-    task: str = "",
+    task: TaskInfo | None = None,
+    original: str = "",
     prompt_caching: bool = False,
     retry: RetryPolicy | None = None,
     timeout: float = 120.0,
@@ -201,5 +204,7 @@ def make_llm(
     if kind == "scripted":
         from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 
-        return ScriptedLLM(task=task, seed=seed)
+        if task is None:
+            raise LLMError("the scripted backend needs the task as the server describes it")
+        return ScriptedLLM(task=task, original=original, seed=seed)
     raise LLMError(f"unknown LLM backend {kind!r}: use anthropic, openai or scripted")

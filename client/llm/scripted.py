@@ -2,13 +2,15 @@
 
 Its choices depend only on the request and its own seeded state, so a run is reproducible for a seed.
 Use one instance per run: it remembers what it proposed.
-- hpo-covertype: the defaults first, then random draws from a practitioner's prior mixed with
+It knows a task only through what the server says of it (`autoresearch://tasks/{name}`: the params
+schema and the task's scripted plan), so a new task needs no edit here.
+- params tasks (hpo-covertype): the defaults first, then random draws from the plan's prior mixed with
   perturbations of the best configuration, which it reads from the "Best ..." line of the summary or
   prompt (`Best: macro_f1=0.77 at #3, params n_estimators=300 ...`, or a JSON object on that line).
   It never proposes the same configuration twice.
-- codeopt-records: walks the rewrite catalogue (`rewrites.REWRITES`), one cumulative step per call, then
-  semantically equivalent one-line variants of the final version (`rewrites.variant_edit`), the kind of
-  non-improving attempt a real model keeps making, then says it is done.
+- code tasks (codeopt-records): walks the plan's chain of steps (real rewrites, then semantically
+  equivalent one-line variants: the kind of non-improving attempt a real model keeps making), one
+  cumulative step per call, then says it is done.
 """
 
 import json
@@ -17,27 +19,10 @@ import random
 import re
 from typing import Any
 
-from pydantic import BaseModel
-
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, LLMResponse, ToolCall
+from autoresearch_mcp.contract.edits import apply_edits
+from autoresearch_mcp.contract.models import ScriptedPlan, TaskInfo
 
-HPO_TASK = "hpo-covertype"
-CODE_TASK = "codeopt-records"
-
-# Where a sensible practitioner draws from inside the hard bounds (clipped to them): XGBoost's cost grows
-# with n_estimators x depth, and heavy regularisation or tiny samples only waste experiments.
-_PRIOR: dict[str, tuple[float, float]] = {
-    "n_estimators": (100, 400),
-    "max_depth": (4, 12),
-    "learning_rate": (0.03, 0.5),
-    "subsample": (0.6, 1.0),
-    "colsample_bytree": (0.5, 1.0),
-    "min_child_weight": (0.0, 5.0),
-    "gamma": (0.0, 1.0),
-    "reg_alpha": (0.0, 1.0),
-    "reg_lambda": (0.0, 5.0),
-}
-_LOG_SCALE = frozenset({"learning_rate"})
 # Share of proposals that perturb the best so far (the rest explore the prior), as an LLM mostly
 # refines what works and now and then tries something new.
 EXPLOIT = 0.7
@@ -45,32 +30,31 @@ _NUMBER = r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?"
 
 
 class ParamSpace:
-    """The bounds and defaults of a params model, read from its pydantic fields (ge/le metadata)."""
+    """The numeric params of a task: bounds and defaults from its JSON schema, the prior from its plan."""
 
-    def __init__(self, model: type[BaseModel]) -> None:
+    def __init__(self, schema: dict[str, Any], plan: ScriptedPlan) -> None:
         self.names: list[str] = []
         self.kinds: dict[str, type[int] | type[float]] = {}
         self.bounds: dict[str, tuple[float, float]] = {}
         self.defaults: dict[str, Any] = {}
-        for name, field in model.model_fields.items():
-            lo = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
-            hi = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
-            if lo is None or hi is None or field.annotation not in (int, float):
+        for name, prop in schema.get("properties", {}).items():
+            lo, hi = prop.get("minimum"), prop.get("maximum")
+            if lo is None or hi is None or prop.get("type") not in ("integer", "number"):
                 continue  # nothing numeric to search
             self.names.append(name)
-            self.kinds[name] = int if field.annotation is int else float
+            self.kinds[name] = int if prop["type"] == "integer" else float
             self.bounds[name] = (float(lo), float(hi))
-            self.defaults[name] = field.default
-        self.model = model
+            self.defaults[name] = prop.get("default")
+        self.plan = plan
 
     def prior(self, name: str) -> tuple[float, float]:
         lo, hi = self.bounds[name]
-        plo, phi = _PRIOR.get(name, (lo, hi))
+        plo, phi = self.plan.prior.get(name, (lo, hi))
         return max(lo, plo), min(hi, phi)
 
     def clean(self, name: str, value: float) -> int | float:
         lo, hi = self.bounds[name]
-        if name == "n_estimators":
+        if self.kinds[name] is int and name in self.plan.prior:
             hi = min(hi, self.prior(name)[1])  # perturbations must not creep into hour-long fits either
         value = min(hi, max(lo, value))
         if self.kinds[name] is int:
@@ -81,7 +65,7 @@ class ParamSpace:
         config: dict[str, Any] = {}
         for name in self.names:
             lo, hi = self.prior(name)
-            if name in _LOG_SCALE and lo > 0:
+            if name in self.plan.log_scale and lo > 0:
                 value = math.exp(rng.uniform(math.log(lo), math.log(hi)))
             else:
                 value = rng.uniform(lo, hi)
@@ -94,7 +78,7 @@ class ParamSpace:
         chosen = [n for n in self.names if rng.random() < 0.35] or [rng.choice(self.names)]
         for name in chosen:
             lo, hi = self.prior(name)
-            if name in _LOG_SCALE and base[name] > 0:
+            if name in self.plan.log_scale and base[name] > 0:
                 value = base[name] * math.exp(rng.gauss(0, 0.5))
             else:
                 value = base[name] + rng.gauss(0, 0.25 * (hi - lo))
@@ -149,11 +133,9 @@ def parse_best(text: str, names: list[str]) -> dict[str, float] | None:
     return None
 
 
-class _HPOPolicy:
-    def __init__(self, rng: random.Random) -> None:
-        from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
-
-        self.space = ParamSpace(HPOParams)
+class _ParamsPolicy:
+    def __init__(self, task: TaskInfo, rng: random.Random) -> None:
+        self.space = ParamSpace(task.params_schema, task.scripted)
         self.rng = rng
         self.seen: set[tuple[Any, ...]] = set()
 
@@ -163,7 +145,7 @@ class _HPOPolicy:
     def propose(self, text: str) -> tuple[dict[str, Any], str] | None:
         """The next new config and a one-line reason, or None when nothing new can be found."""
         if not self.seen:
-            config, why = dict(self.space.defaults), "Start from the XGBoost defaults to get a baseline."
+            config, why = dict(self.space.defaults), "Start from the defaults to get a baseline."
             self.seen.add(self._key(config))
             return config, why
         best = parse_best(text, self.space.names)
@@ -181,20 +163,20 @@ class _HPOPolicy:
 
 
 class _CodePolicy:
-    def __init__(self) -> None:
-        from autoresearch_mcp.server.tasks.codeopt_records import rewrites
-
-        self.rewrites = rewrites
-        self.step = 0  # rewrites applied so far (cumulative from the baseline)
+    def __init__(self, task: TaskInfo, original: str) -> None:
+        self.steps = task.scripted.steps
+        self.sources = [original]  # the file after each step, built as the steps are taken
+        self.step = 0  # steps taken so far (cumulative from the original)
 
     @property
     def total(self) -> int:
-        return len(self.rewrites.REWRITES) + self.rewrites.VARIANTS
+        return len(self.steps)
 
     def next_step(self) -> int | None:
         if self.step >= self.total:
             return None
         self.step += 1
+        self.sources.append(apply_edits(self.sources[-1], self.steps[self.step - 1].edits))
         return self.step
 
 
@@ -202,14 +184,17 @@ class ScriptedLLM:
     name = "scripted"
     scripted = True
 
-    def __init__(self, *, task: str, seed: int = 42) -> None:
-        if task not in (HPO_TASK, CODE_TASK):
-            raise LLMError(f"the scripted backend knows {HPO_TASK} and {CODE_TASK}, not {task!r}")
+    def __init__(self, *, task: TaskInfo, original: str = "", seed: int = 42) -> None:
+        """`task` as the server describes it; `original`: train.py v1 (code tasks build on it)."""
+        if task.kind == "params" and not ParamSpace(task.params_schema, task.scripted).names:
+            raise LLMError(f"the scripted backend has no numeric params to search in task {task.name!r}")
+        if task.kind == "code" and not task.scripted.steps:
+            raise LLMError(f"the scripted backend has no scripted steps for task {task.name!r}")
         self.task = task
         self.seed = seed
         self.rng = random.Random(seed)
-        self._hpo = _HPOPolicy(self.rng) if task == HPO_TASK else None
-        self._code = _CodePolicy() if task == CODE_TASK else None
+        self._hpo = _ParamsPolicy(task, self.rng) if task.kind == "params" else None
+        self._code = _CodePolicy(task, original) if task.kind == "code" else None
         self._calls = 0
         self._last_modify_id: str | None = None
 
@@ -254,16 +239,10 @@ class ScriptedLLM:
         )
         step = self._code.next_step()
         total = self._code.total
-        rw = self._code.rewrites
         if step is None:
-            return self._reply(f"DONE: the {len(rw.REWRITES)} rewrites and {rw.VARIANTS} variants are tried.")
-        if step <= len(rw.REWRITES):
-            rewrite = rw.REWRITES[step - 1]
-            description, edits, source = rewrite.description, rewrite.edits, rw.source_after(step)
-        else:
-            variant = step - len(rw.REWRITES)
-            description, search, replace = rw.variant_edit(variant)
-            edits, source = [(search, replace)], rw.source_after_variant(variant)
+            return self._reply(f"DONE: the {total} scripted steps are tried.")
+        move = self._code.steps[step - 1]
+        description, edits, source = move.description, move.edits, self._code.sources[step]
         if not stateful:
             return self._reply("CODE:\n" + source)
         change: dict[str, Any] = {"description": description}

@@ -20,10 +20,10 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from autoresearch_mcp.contract.env import transcripts_dir
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.dashboard.render import ENV, run_context
 from autoresearch_mcp.server.dashboard.views import VersionDiff, run_detail, run_rows, version_diff
-from autoresearch_mcp.server.settings import transcripts_dir
 from autoresearch_mcp.server.store import Store
 
 COOKIE = "autoresearch_dashboard"

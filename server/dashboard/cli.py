@@ -6,8 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path, transcripts_dir
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.server.settings import ENV_DB, ENV_TOKEN, default_db_path, transcripts_dir
 from autoresearch_mcp.server.store import Store
 
 DEFAULT_PORT = 8770

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from autoresearch_mcp.client.meter import TokenTotals, load_transcript, totals_by_iteration
 from autoresearch_mcp.contract.models import Experiment, ExperimentStatus, Note, Run, RunStatus
+from autoresearch_mcp.contract.transcript import TokenTotals, load_transcript, totals_by_iteration
 from autoresearch_mcp.server.store import Store
 
 

@@ -5,6 +5,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autoresearch_mcp.contract.models import ScriptedPlan, TaskInfo
 from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
 
 
@@ -68,6 +69,23 @@ class Task(ABC):
     @abstractmethod
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
         """Run one experiment in the sandbox. Failures are outcomes, never exceptions."""
+
+    def scripted_plan(self) -> ScriptedPlan:
+        """What the scripted test double needs to play this task (see contract ScriptedPlan)."""
+        return ScriptedPlan()
+
+    def info(self) -> TaskInfo:
+        return TaskInfo(
+            name=self.name,
+            title=self.title,
+            description=self.describe(),
+            metric=self.metric,
+            direction=self.direction,
+            kind="params" if self.experiment_tool == "run_experiment" else "code",
+            experiment_tool=self.experiment_tool,
+            params_schema=self.params_model.model_json_schema(),
+            scripted=self.scripted_plan(),
+        )
 
     def describe(self) -> str:
         """One paragraph for prompts: what the task is and what is being optimised."""

@@ -6,13 +6,13 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
+from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.tasks.base import Task
 
 TaskFactory = Callable[[dict[str, Any]], Task]
 _REGISTRY: dict[str, TaskFactory] = {}
 _loaded = False
-ENV_PLUGINS = "AUTORESEARCH_TASK_PLUGINS"
 
 
 def register(name: str, factory: TaskFactory) -> None:
@@ -59,6 +59,6 @@ def _load_builtins() -> None:
 
     for point in entry_points(group="autoresearch_mcp.tasks"):
         point.load()
-    for module in filter(None, (m.strip() for m in os.environ.get(ENV_PLUGINS, "").split(","))):
+    for module in filter(None, (m.strip() for m in os.environ.get(ENV_TASK_PLUGINS, "").split(","))):
         importlib.import_module(module)
     _loaded = True

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from autoresearch_mcp.cli import build_parser, main
-from autoresearch_mcp.client.meter import load_transcript
 from autoresearch_mcp.client.run_cmd import run_session
+from autoresearch_mcp.contract.transcript import load_transcript
 from conftest import TESTS_DIR
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
 

@@ -209,4 +209,4 @@ async def test_without_a_temperature_the_providers_default_applies() -> None:
 
 def test_a_temperature_for_a_backend_that_does_not_sample_is_refused_by_name() -> None:
     with pytest.raises(LLMError, match="openai backend only, not to scripted"):
-        make_llm("scripted", task="hpo-covertype", temperature=0.5)
+        make_llm("scripted", temperature=0.5)

@@ -14,10 +14,13 @@ from autoresearch_mcp.client.llm import (
 )
 from autoresearch_mcp.client.llm.scripted import ParamSpace, ScriptedLLM, parse_best
 from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
+from autoresearch_mcp.server.tasks.registry import make_task
+from conftest import scripted_llm
 
 HPO = "hpo-covertype"
 CODE = "codeopt-records"
-SPACE = ParamSpace(HPOParams)
+HPO_INFO = make_task("hpo-covertype", {}).info()
+SPACE = ParamSpace(HPO_INFO.params_schema, HPO_INFO.scripted)
 BEST_LINE = (
     "Best: macro_f1=0.7712 at #3, train.py v1, "
     "params n_estimators=300 max_depth=10 learning_rate=0.15 subsample=0.8"
@@ -46,7 +49,7 @@ def _params(response: LLMResponse) -> dict[str, float]:
 
 
 async def _run_stateless(seed: int, n: int) -> list[dict[str, float]]:
-    llm = ScriptedLLM(task=HPO, seed=seed)
+    llm = scripted_llm(HPO, seed=seed)
     out = []
     for i in range(n):
         out.append(_params(await llm.complete(_stateless(BEST_LINE if i >= 2 else "Best: none yet"))))
@@ -82,7 +85,7 @@ async def test_hpo_perturbations_start_from_the_best_configuration_it_is_shown()
 
 @pytest.mark.asyncio
 async def test_hpo_stateful_replies_with_one_run_experiment_call_and_a_reason() -> None:
-    llm = make_llm("scripted", model=None, task=HPO, seed=42)
+    llm = make_llm("scripted", model=None, task=HPO_INFO, seed=42)
     assert llm.name == "scripted" and llm.scripted
     response = await llm.complete(_stateful("Best: none yet", "run_experiment", "add_note"))
     assert response.stop_reason == "tool_use" and response.usage is None and response.model == "scripted"
@@ -118,21 +121,25 @@ def test_the_best_line_is_read_from_the_summary_format_and_from_json() -> None:
     assert parse_best("Best: none yet (macro_f1, higher is better)", SPACE.names) is None
 
 
-def test_the_search_space_is_read_from_the_params_model() -> None:
+def test_the_search_space_is_read_from_the_params_schema_the_server_publishes() -> None:
     assert set(SPACE.names) == set(HPOParams.model_fields)
     assert SPACE.bounds["max_depth"] == (1, 15) and SPACE.kinds["max_depth"] is int
     assert SPACE.defaults == HPOParams().model_dump()
 
 
-def test_an_unknown_task_is_refused() -> None:
-    with pytest.raises(LLMError, match="hpo-covertype"):
-        ScriptedLLM(task="toy-quadratic", seed=1)
+def test_a_task_without_numeric_params_or_scripted_steps_is_refused_by_name() -> None:
+    bare = HPO_INFO.model_copy(update={"name": "bare", "params_schema": {"properties": {}}})
+    with pytest.raises(LLMError, match="no numeric params to search in task 'bare'"):
+        ScriptedLLM(task=bare, seed=1)
+    code = bare.model_copy(update={"kind": "code", "experiment_tool": "run_benchmark"})
+    with pytest.raises(LLMError, match="no scripted steps for task 'bare'"):
+        ScriptedLLM(task=code, seed=1)
 
 
 @pytest.mark.asyncio
 async def test_both_modes_propose_the_same_sequence_when_shown_the_same_results() -> None:
     # Fair comparison: only the context strategy differs, so the scripted search must not.
-    stateful, stateless = ScriptedLLM(task=HPO, seed=9), ScriptedLLM(task=HPO, seed=9)
+    stateful, stateless = scripted_llm(HPO, seed=9), scripted_llm(HPO, seed=9)
     best: dict[str, float] | None = None
     for i in range(10):
         if best is None:

@@ -3,8 +3,8 @@
 import pytest
 
 from autoresearch_mcp.client.llm import LLMRequest, Message, ToolResult, ToolSpec
-from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
+from conftest import scripted_llm
 
 CODE = "codeopt-records"
 CODE_TOOLS = ("get_current_train_py", "modify_train_py", "run_benchmark")
@@ -24,7 +24,7 @@ def _stateful(text: str) -> LLMRequest:
 
 @pytest.mark.asyncio
 async def test_code_stateful_sends_each_catalogue_edit_then_a_benchmark_then_says_done() -> None:
-    llm = ScriptedLLM(task=CODE, seed=1)
+    llm = scripted_llm(CODE, seed=1)
     source = rewrites.source_after(0)
     for step, rewrite in enumerate(rewrites.REWRITES, start=1):
         response = await llm.complete(_stateful("Summary"))
@@ -48,7 +48,7 @@ async def test_code_stateful_sends_each_catalogue_edit_then_a_benchmark_then_say
 
 @pytest.mark.asyncio
 async def test_code_stateful_resends_the_whole_source_after_a_refused_edit() -> None:
-    llm = ScriptedLLM(task=CODE, seed=1)
+    llm = scripted_llm(CODE, seed=1)
     first = await llm.complete(_stateful("Summary"))
     refusal = [
         Message(role="assistant", tool_calls=first.tool_calls),
@@ -70,7 +70,7 @@ async def test_code_stateful_resends_the_whole_source_after_a_refused_edit() -> 
 
 @pytest.mark.asyncio
 async def test_code_stateless_replies_with_the_complete_source_of_each_step_then_done() -> None:
-    llm = ScriptedLLM(task=CODE, seed=1)
+    llm = scripted_llm(CODE, seed=1)
     prompt = LLMRequest(
         system="", messages=[Message(role="user", text="...\nReply with CODE: and the complete function.")]
     )

@@ -14,13 +14,9 @@ from autoresearch_mcp.client.llm import (
     ToolSpec,
     Usage,
 )
-from autoresearch_mcp.client.meter import (
-    TokenMeter,
-    Transcript,
+from autoresearch_mcp.client.meter import TokenMeter, Transcript, count, encoding, fixed_text
+from autoresearch_mcp.contract.transcript import (
     calls_per_experiment,
-    count,
-    encoding,
-    fixed_text,
     load_transcript,
     totals,
     totals_by_iteration,

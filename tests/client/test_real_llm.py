@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from autoresearch_mcp.cli import build_parser
-from autoresearch_mcp.client.meter import load_transcript
 from autoresearch_mcp.client.run_cmd import run_session
+from autoresearch_mcp.contract.transcript import load_transcript
 
 URL = os.environ.get("AUTORESEARCH_TEST_LLM_URL", "http://127.0.0.1:8088/v1")
 pytestmark = pytest.mark.llm

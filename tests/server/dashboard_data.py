@@ -18,10 +18,10 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse, Message
-from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.server.store import Store
+from conftest import scripted_llm
 
 TRAIN_V1 = """\
 from harness import evaluate, load_data
@@ -80,7 +80,7 @@ def record(store: Store, run_id: str, iteration: int, rng: random.Random, versio
 
 
 def write_transcript(path: Path, run_id: str, iterations: int) -> None:
-    transcript = Transcript(run_id, "stateful", llm=ScriptedLLM(task="hpo-covertype"), path=path)
+    transcript = Transcript(run_id, "stateful", llm=scripted_llm("hpo-covertype"), path=path)
     for i in range(1, iterations + 1):
         request = LLMRequest(
             system="You tune a model autonomously.",

@@ -7,9 +7,9 @@ import pytest
 from test_http import http_server
 
 from autoresearch_mcp.cli import build_parser, main
-from autoresearch_mcp.client.meter import load_transcript
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.transcript import load_transcript
 
 TOKEN = "a-long-enough-team-token-1234"
 

@@ -11,7 +11,7 @@ from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from autoresearch_mcp.cli import main
-from autoresearch_mcp.client.meter import load_transcript, totals_by_iteration
+from autoresearch_mcp.contract.transcript import load_transcript, totals_by_iteration
 from autoresearch_mcp.server.dashboard import dashboard_app, render_report
 from autoresearch_mcp.server.dashboard.app import COOKIE
 from autoresearch_mcp.server.dashboard.views import best_so_far, run_detail

@@ -12,6 +12,7 @@ from functools import cache
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.edits import apply_edits
+from autoresearch_mcp.contract.models import ScriptedPlan, ScriptedStep
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 
 
@@ -386,3 +387,12 @@ def source_after_variant(k: int) -> str:
         if _gray(k) >> bit & 1:
             source = apply_edits(source, [(plain, alternative)])
     return source
+
+
+def plan() -> ScriptedPlan:
+    """The catalogue as one chain of steps from the original: the rewrites, then the variants."""
+    steps = [ScriptedStep(description=r.description, edits=r.edits) for r in REWRITES]
+    for k in range(1, VARIANTS + 1):
+        description, search, replace = variant_edit(k)
+        steps.append(ScriptedStep(description=description, edits=[(search, replace)]))
+    return ScriptedPlan(steps=steps)

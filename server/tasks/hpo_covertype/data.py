@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from autoresearch_mcp.contract.env import ENV_COVTYPE, data_dir
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.server.settings import ENV_COVTYPE, data_dir
 
 SUBSAMPLE_ROWS = 20_000
 SPLIT_SEED = 42

@@ -12,9 +12,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
+from autoresearch_mcp.contract.models import ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.hpo_covertype import scripted
 from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, prepare_split
 from autoresearch_mcp.server.tasks.registry import register
 
@@ -96,6 +98,9 @@ class HPOCovertypeTask(Task):
     params_model = HPOParams
     experiment_tool = "run_experiment"
     sandbox_entries = (ENTRY,)
+
+    def scripted_plan(self) -> ScriptedPlan:
+        return scripted.plan()
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.data_path: str | None = settings.get("covtype_path")

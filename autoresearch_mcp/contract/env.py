@@ -1,0 +1,48 @@
+"""Environment variable names and where things are kept by default: what both sides must agree on."""
+
+import argparse
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "autoresearch-mcp"
+
+ENV_DB = "AUTORESEARCH_DB"
+ENV_DATA_DIR = "AUTORESEARCH_DATA_DIR"
+ENV_COVTYPE = "AUTORESEARCH_COVTYPE"
+ENV_TOKEN = "AUTORESEARCH_TOKEN"
+ENV_DASK_SCHEDULER = "AUTORESEARCH_DASK_SCHEDULER"
+ENV_LOG_LEVEL = "AUTORESEARCH_LOG_LEVEL"
+ENV_TASK_PLUGINS = "AUTORESEARCH_TASK_PLUGINS"
+# Every variable with this prefix is server configuration: the client forwards them to a spawned
+# server, and the sandbox strips them from the environment of untrusted code.
+ENV_PREFIX = "AUTORESEARCH_"
+
+
+def data_dir() -> Path:
+    """The user's data directory for autoresearch-mcp (platformdirs), or AUTORESEARCH_DATA_DIR."""
+    override = os.environ.get(ENV_DATA_DIR)
+    path = Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def default_db_path() -> Path:
+    """`AUTORESEARCH_DB` if set, else `runs.db` in the data directory."""
+    override = os.environ.get(ENV_DB)
+    return Path(override) if override else data_dir() / "runs.db"
+
+
+def transcripts_dir() -> Path:
+    path = data_dir() / "transcripts"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def add_location_arguments(parser: argparse.ArgumentParser) -> None:
+    """--db and --data: every command that opens or spawns a server takes them, with these meanings."""
+    parser.add_argument(
+        "--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)"
+    )
+    parser.add_argument("--data", help=f"Covertype CSV for offline use (default: ${ENV_COVTYPE})")
