@@ -61,14 +61,6 @@ class Store(ArtifactRecords, NoteRecords):
         rows = self._conn().execute(sql + " ORDER BY created_at DESC, rowid DESC", args).fetchall()
         return [self._run_from_row(row) for row in rows]
 
-    def latest_running_run_id(self) -> str | None:
-        row = (
-            self._conn()
-            .execute("SELECT id FROM runs WHERE status = 'running' ORDER BY created_at DESC, rowid DESC")
-            .fetchone()
-        )
-        return row["id"] if row else None
-
     def set_run_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> Run:
         stamp = now()
         finished = None if status == "running" else stamp
