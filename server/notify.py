@@ -57,6 +57,7 @@ LOGGER: Final = "autoresearch"  # the `logger` of every log notification
 LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)  # debug < info < ... < emergency
 REQUEST_LOG_WAIT_S: Final = 5.0  # a request's own log goes out before its result, or gives up
 MAX_TEXT: Final = 200
+JOB_LEVELS: Final[dict[str, LoggingLevel]] = {"done": "info", "failed": "warning"}  # queued, running: debug
 # A directory part of an absolute path (/home/x/, C:\x\): dropped from texts, the file name stays.
 _DIRS = re.compile(r"(?<![\w:/.~-])(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`]+)+[/\\]")
 
@@ -97,6 +98,8 @@ def _run_fields(run: Run) -> dict[str, Any]:
 
 
 class Notifier(ResearchEvents):
+    """Research events in, MCP notifications out; also serves the methods hosts use to listen."""
+
     def __init__(self) -> None:
         self.bus = InMemorySubscriptionBus()  # our own, so events reach it outside any request
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -137,7 +140,7 @@ class Notifier(ResearchEvents):
         self.resources_updated(SUMMARY_URI.format(run_id=run.id), HISTORY_URI.format(run_id=run.id), RUNS_URI)
 
     def job_changed(self, job: Job) -> None:
-        level: LoggingLevel = {"failed": "warning", "done": "info"}.get(job.status, "debug")  # type: ignore[assignment]
+        level = JOB_LEVELS.get(job.status, "debug")
         data = {"event": "job_changed", "job_id": job.id, "run_id": job.run_id, "iteration": job.iteration}
         self.log(level, {**data, "status": job.status, "error": short(job.error)})
 
