@@ -6,6 +6,8 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
 
+PROMPT_NAME = "autoresearch"
+
 PROGRAM = """You are running an autonomous research loop on the task "{task_name}": {description}
 
 The server keeps all state: every experiment, the best result, train.py and its versions, your notes.
@@ -40,7 +42,7 @@ def render_program(task: Task) -> str:
 
 
 def register(mcp: MCPServer, research: Research) -> None:
-    @mcp.prompt()
+    @mcp.prompt(PROMPT_NAME)
     def autoresearch(task: str = "hpo-covertype") -> str:
         """The research instructions (goal, tools, rules, when to stop) for a task."""
         try:

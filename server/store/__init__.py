@@ -61,6 +61,11 @@ class Store(ArtifactRecords, NoteRecords):
         rows = self._conn().execute(sql + " ORDER BY created_at DESC, rowid DESC", args).fetchall()
         return [self._run_from_row(row) for row in rows]
 
+    def run_ids(self) -> list[str]:
+        """Every run id, newest first."""
+        rows = self._conn().execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC").fetchall()
+        return [row["id"] for row in rows]
+
     def set_run_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> Run:
         stamp = now()
         finished = None if status == "running" else stamp
