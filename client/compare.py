@@ -7,8 +7,10 @@ computed from the runs' transcripts (tokens, calls) and what the server returns 
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
+import shutil
 import statistics
 from datetime import datetime
 from pathlib import Path
@@ -23,10 +25,18 @@ from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, check_agent_args, run_session
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run
-from autoresearch_mcp.contract.transcript import load_transcript, totals_by_iteration
+from autoresearch_mcp.contract.transcript import TokenTotals, load_transcript, totals, totals_by_iteration
 
 MODES = ("stateless", "stateful")
-MEASURES = ("context_tokens", "full_tokens", "cache_weighted_tokens", "output_tokens")
+MEASURES = ("context_tokens", "symmetric_tokens", "full_tokens", "cache_weighted_tokens", "output_tokens")
+RATIO_MEASURES = MEASURES[:4]
+_FIELDS = {  # results.json measure -> TokenTotals field
+    "context_tokens": "context",
+    "symmetric_tokens": "symmetric",
+    "full_tokens": "full",
+    "cache_weighted_tokens": "cache_weighted",
+    "output_tokens": "output",
+}
 
 
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -68,17 +78,14 @@ def per_iteration(result: AgentResult) -> list[dict[str, Any]]:
         if exp.status == "ok" and exp.metric is not None and (best is None or better(exp.metric, best)):
             best = exp.metric
         finished = _seconds(exp.finished_at or exp.started_at)
-        t = calls.get(exp.iteration)
+        t = calls.get(exp.iteration, TokenTotals())
         rows.append(
             {
                 "iteration": exp.iteration,
-                "context_tokens": t.context if t else 0,
-                "full_tokens": t.full if t else 0,
-                "cache_weighted_tokens": t.cache_weighted if t else 0.0,
-                "output_tokens": t.output if t else 0,
+                **{measure: getattr(t, field) for measure, field in _FIELDS.items()},
                 "best_metric": best,
                 "wall_s": round(finished - previous, 3),
-                "llm_calls": t.calls if t else 0,
+                "llm_calls": t.calls,
             }
         )
         previous = finished
@@ -86,10 +93,8 @@ def per_iteration(result: AgentResult) -> list[dict[str, Any]]:
     extra = [t for i, t in calls.items() if i > len(rows)]
     if rows and extra:
         for t in extra:
-            rows[-1]["context_tokens"] += t.context
-            rows[-1]["full_tokens"] += t.full
-            rows[-1]["cache_weighted_tokens"] += t.cache_weighted
-            rows[-1]["output_tokens"] += t.output
+            for measure, field in _FIELDS.items():
+                rows[-1][measure] = round(rows[-1][measure] + getattr(t, field), 1)
             rows[-1]["llm_calls"] += t.calls
     return rows
 
@@ -98,8 +103,12 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
     rows = per_iteration(result)
     run = _run_of(result)
     wall = _seconds(run.finished_at or run.created_at) - _seconds(run.created_at)
-    totals = {m: round(sum(r[m] for r in rows), 1) for m in MEASURES}
-    totals.update(
+    # Totals come from the whole transcript: calls that recorded no experiment cost tokens too.
+    records = load_transcript(result.transcript)
+    spent = totals(records)
+    record_totals: dict[str, Any] = {m: round(float(getattr(spent, f)), 1) for m, f in _FIELDS.items()}
+    record_totals.update(
+        cacheable_calls=sum(1 for r in records if r["tokens"].get("cacheable")),
         best_metric=rows[-1]["best_metric"] if rows else None,
         wall_s=round(wall, 2),
         llm_calls=result.llm_calls,
@@ -111,7 +120,7 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
         "run_id": result.run_id,
         "stop_reason": result.stop_reason,
         "per_iteration": rows,
-        "totals": totals,
+        "totals": record_totals,
     }
 
 
@@ -129,12 +138,28 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         calls = sum(t["llm_calls"] for t in mine)
         exps = sum(t["experiments"] for t in mine)
         means["llm_calls_per_experiment"] = round(calls / exps, 3) if exps else None
+        if not any(t.get("cacheable_calls") for t in mine):
+            means["cache_weighted_note"] = (
+                "equals full: the fixed prefix is below the provider's minimum cacheable length, "
+                "so nothing would be cached"
+            )
         summary[mode] = means
     if all(m in summary for m in MODES):
-        summary["ratio"] = {
-            m: round(summary["stateless"][m] / summary["stateful"][m], 2) if summary["stateful"][m] else None
-            for m in MEASURES[:3]
-        }
+        counts = {m: sorted(r["totals"]["experiments"] for r in runs if r["mode"] == m) for m in MODES}
+        if counts["stateless"] != counts["stateful"]:
+            # Tokens per run mean nothing side by side when one mode did less of the work.
+            summary["ratio"] = {}
+            summary["ratio_note"] = (
+                f"no ratio: the modes recorded different numbers of experiments (stateless "
+                f"{counts['stateless']}, stateful {counts['stateful']} per seed)"
+            )
+        else:
+            summary["ratio"] = {
+                m: round(summary["stateless"][m] / summary["stateful"][m], 2)
+                if summary["stateful"][m]
+                else None
+                for m in RATIO_MEASURES
+            }
         summary["full_tokens_crossover_iteration"] = crossover(runs)
     return summary
 
@@ -235,6 +260,14 @@ def main(args: argparse.Namespace) -> int:
         except LLMError as exc:
             raise ResearchError(str(exc)) from None
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
+    for transcript in sorted((args.out / "transcripts").glob("*.jsonl")):
+        # Committed beside results.json (gzipped), so every figure can be recounted.
+        with (
+            transcript.open("rb") as raw,
+            open(f"{transcript}.gz", "wb") as out,
+            gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed,  # same bytes for the same run
+        ):
+            shutil.copyfileobj(raw, packed)
     write_table(results, args.out / "table.md")
     write_figure(results, args.out / "figure.png")
     console.print((args.out / "table.md").read_text())

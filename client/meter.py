@@ -1,11 +1,14 @@
-"""The token meter: every LLM call counted three ways with tiktoken cl100k_base and logged to JSONL.
+"""The token meter: every LLM call counted with tiktoken cl100k_base and logged to JSONL.
 
-- fixed: the system prompt + the tool definitions (JSON of name/description/input_schema);
+- fixed: the system prompt + the tool definitions, as the backend serialises them on the wire;
+- system: the system prompt alone (the agent's instructions);
 - messages: the messages sent (text, tool calls and tool results, serialized compactly);
 - output: the response text + its tool calls.
-context = messages + output (the paper-comparable figure); full = fixed + messages + output;
-cache_weighted = full, with the fixed prefix weighted 0.1 when it is identical to the previous call's
-(the price of a prompt-cache read), so always at full weight on a run's first call.
+context = messages + output (the paper's figure: it charges a stateless prompt for its instructions but
+not a stateful agent's system prompt); symmetric = system + messages + output (instructions counted on
+both sides); full = fixed + messages + output; cache_weighted = full, with the fixed prefix weighted 0.1
+when it is identical to the previous call's AND at least the provider's minimum cacheable length (below
+it nothing is cached, so it equals full and the line says `cacheable: false`).
 The format of a transcript line, and how it is read back, is in the contract (contract/transcript.py).
 """
 
@@ -48,9 +51,12 @@ def _calls_text(calls: list[ToolCall]) -> str:
     return "".join(_compact({"name": c.name, "arguments": c.arguments}) for c in calls)
 
 
-def fixed_text(request: LLMRequest) -> str:
-    tools = [t.model_dump() for t in request.tools]
-    return request.system + (_compact(tools) if tools else "")
+def fixed_text(request: LLMRequest, llm: LLM | None = None) -> str:
+    """The system prompt and the tools as `llm` sends them (Anthropic's shape when no backend is given)."""
+    if not request.tools:
+        return request.system
+    wire = llm.wire_tools(request.tools) if llm is not None else [t.model_dump() for t in request.tools]
+    return request.system + _compact(wire)
 
 
 def message_text(message: Message) -> str:
@@ -59,35 +65,45 @@ def message_text(message: Message) -> str:
 
 class TokenCounts(BaseModel):
     fixed: int
+    system: int
     messages: int
     output: int
     context: int
+    symmetric: int
     full: int
     cache_weighted: float
+    cacheable: bool = False  # the fixed prefix reached the provider's minimum cacheable length
 
 
 class TokenMeter:
     """Counts one run's calls in order; remembers the previous fixed prefix for the cache weighting."""
 
-    def __init__(self) -> None:
+    def __init__(self, llm: LLM | None = None) -> None:
+        self.llm = llm
         self._previous_prefix: str | None = None
 
     def measure(self, request: LLMRequest, response: LLMResponse) -> TokenCounts:
-        prefix = fixed_text(request)
+        prefix = fixed_text(request, self.llm)
         fixed = count(prefix)
+        system = count(request.system)
         messages = sum(count(message_text(m)) for m in request.messages)
         output = count(response.text) + count(_calls_text(response.tool_calls))
         digest = hashlib.sha256(prefix.encode()).hexdigest()
-        cached = digest == self._previous_prefix
+        minimum = self.llm.cache_min_tokens if self.llm is not None else None
+        cacheable = minimum is not None and fixed >= minimum
+        cached = cacheable and digest == self._previous_prefix
         self._previous_prefix = digest
         weight = CACHE_READ_WEIGHT if cached else 1.0
         return TokenCounts(
             fixed=fixed,
+            system=system,
             messages=messages,
             output=output,
             context=messages + output,
+            symmetric=system + messages + output,
             full=fixed + messages + output,
             cache_weighted=round(weight * fixed + messages + output, 1),
+            cacheable=cacheable,
         )
 
 
@@ -102,7 +118,7 @@ class Transcript:
         self.run_id = run_id
         self.mode = mode
         self.llm = llm
-        self.meter = TokenMeter()
+        self.meter = TokenMeter(llm)
         self.calls = 0
 
     def record(

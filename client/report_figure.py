@@ -4,7 +4,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-# arXiv 2606.14945, Claude Haiku 4.5, mean of 3 seeds (DESIGN.md).
+# arXiv 2606.14945 ("Remember, Don't Re-read"), Claude Haiku 4.5, mean of 3 seeds.
 PAPER = {
     "hpo-covertype": {"iterations": 15, "stateless": (24_465, 0.764, 116), "stateful": (2_492, 0.779, 373)},
     "codeopt-records": {
@@ -65,7 +65,8 @@ def write_table(results: dict[str, Any], path: Path) -> None:
         lines.append("| " + " | ".join(cells) + " |")
 
     row("context tokens (paper's measure)", "context_tokens", paper_index=0)
-    row("full tokens (everything sent + output)", "full_tokens")
+    row("symmetric tokens (instructions counted on both sides)", "symmetric_tokens")
+    row("full tokens (everything sent, as serialised, + output)", "full_tokens")
     row("cache-weighted tokens", "cache_weighted_tokens")
     row("output tokens", "output_tokens")
     row("best metric", "best_metric", 4, paper_index=1)
@@ -78,13 +79,19 @@ def write_table(results: dict[str, Any], path: Path) -> None:
             f"| context tokens per iteration, first / last | {per_a[0]:,.0f} / {per_a[-1]:,.0f} |"
             f" {per_b[0]:,.0f} / {per_b[-1]:,.0f} | |" + (" | |" if same_budget else "")
         )
-    crossover = s.get("full_tokens_crossover_iteration")
     lines.append("")
-    lines.append(
-        f"Stateful's cumulative full tokens stay below stateless's from iteration {crossover} on."
-        if crossover
-        else "Stateful's cumulative full tokens never fall below stateless's."
-    )
+    if s.get("ratio_note"):
+        lines.append(s["ratio_note"][0].upper() + s["ratio_note"][1:] + ".")
+    for mode in ("stateless", "stateful"):
+        if s.get(mode, {}).get("cache_weighted_note"):
+            lines.append(f"{mode.capitalize()} cache-weighted tokens {s[mode]['cache_weighted_note']}.")
+    if a and b:  # a comparison sentence only where both modes ran
+        crossover = s.get("full_tokens_crossover_iteration")
+        lines.append(
+            f"Stateful's cumulative full tokens stay below stateless's from iteration {crossover} on."
+            if crossover
+            else "Stateful's cumulative full tokens never fall below stateless's."
+        )
     if len(per_b) >= 200:
         early, late = statistics.fmean(per_b[100:110]), statistics.fmean(per_b[190:200])
         lines.append(

@@ -1,7 +1,7 @@
 """The transcript format: one JSON line per LLM call, written by the client's meter, read by compare,
 the dashboard and the report. Each line holds `ts`, `run_id`, `mode`, `iteration` (the experiment the
 call works toward), `call`, `llm`, `scripted`, `request`, `response`, `latency_s`, `tokens` (`fixed`,
-`messages`, `output`, `context`, `full`, `cache_weighted`) and `provider_usage`."""
+`system`, `messages`, `output`, `context`, `symmetric`, `full`, `cache_weighted`, `cacheable`) and `provider_usage`."""
 
 import json
 from collections import defaultdict
@@ -33,6 +33,7 @@ class TokenTotals(BaseModel):
     messages: int = 0
     output: int = 0
     context: int = 0
+    symmetric: int = 0
     full: int = 0
     cache_weighted: float = 0.0
     latency_s: float = 0.0
@@ -44,6 +45,8 @@ class TokenTotals(BaseModel):
         self.messages += t["messages"]
         self.output += t["output"]
         self.context += t["context"]
+        # Transcripts written before the symmetric measure: the system prompt was not counted apart.
+        self.symmetric += t.get("symmetric", t["context"])
         self.full += t["full"]
         self.cache_weighted = round(self.cache_weighted + t["cache_weighted"], 1)
         self.latency_s = round(self.latency_s + record.get("latency_s", 0.0), 4)

@@ -5,14 +5,18 @@ from typing import Any
 import anthropic
 
 from autoresearch_mcp.client.llm.base import (
+    ANTHROPIC_CACHE_MIN,
+    ANTHROPIC_CACHE_MIN_DEFAULT,
     LLMError,
     LLMRequest,
     LLMResponse,
     Message,
     RetryPolicy,
     ToolCall,
+    ToolSpec,
     TransientLLMError,
     Usage,
+    anthropic_wire_tools,
     is_transient_status,
     retry_after_seconds,
     with_retries,
@@ -73,7 +77,7 @@ def build_params(request: LLMRequest, *, model: str, max_tokens: int | None, cac
         else:
             params["system"] = request.system
     if request.tools:
-        tools = [t.model_dump() for t in request.tools]
+        tools = anthropic_wire_tools(request.tools)
         if caching:
             tools[-1]["cache_control"] = _EPHEMERAL
         params["tools"] = tools
@@ -111,6 +115,9 @@ def from_api_message(msg: anthropic.types.Message) -> LLMResponse:
 class AnthropicLLM:
     scripted = False
 
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return anthropic_wire_tools(tools)
+
     def __init__(
         self,
         *,
@@ -124,6 +131,7 @@ class AnthropicLLM:
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self.name = f"anthropic:{self.model}"
+        self.cache_min_tokens: int | None = ANTHROPIC_CACHE_MIN.get(self.model, ANTHROPIC_CACHE_MIN_DEFAULT)
         self.max_tokens = max_tokens
         self.prompt_caching = prompt_caching
         self.retry = retry or RetryPolicy()

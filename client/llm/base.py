@@ -89,10 +89,38 @@ class TransientLLMError(LLMError):
 class LLM(Protocol):
     name: str
     scripted: bool
+    # The shortest fixed prefix (tools + system) the provider caches, in tokens; None: no prompt cache.
+    cache_min_tokens: int | None
+
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        """The tool definitions as this backend puts them in the request body (what is paid for)."""
+        ...
 
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+def anthropic_wire_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [t.model_dump() for t in tools]
+
+
+def openai_wire_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+        }
+        for t in tools
+    ]
+
+
+# Minimum cacheable prompt lengths (tokens) in the providers' prompt-caching documentation: Anthropic
+# caches nothing shorter than 4096 tokens on Claude Haiku 4.5 (1024 on Sonnet and Opus); OpenAI caches
+# prompts from 1024 tokens.
+ANTHROPIC_CACHE_MIN = {"claude-haiku-4-5": 4096}
+ANTHROPIC_CACHE_MIN_DEFAULT = 1024
+OPENAI_CACHE_MIN = 1024
 
 
 class RetryPolicy(BaseModel):

@@ -9,15 +9,18 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from autoresearch_mcp.client.llm.base import (
+    OPENAI_CACHE_MIN,
     LLMError,
     LLMRequest,
     LLMResponse,
     Message,
     RetryPolicy,
     ToolCall,
+    ToolSpec,
     TransientLLMError,
     Usage,
     is_transient_status,
+    openai_wire_tools,
     retry_after_seconds,
     with_retries,
 )
@@ -105,6 +108,12 @@ def from_completion(completion: ChatCompletion) -> LLMResponse:
 
 class OpenAILLM:
     scripted = False
+    # OpenAI caches prompts from 1024 tokens; a local server may cache any prefix, but what users
+    # pay for is the hosted API's rule.
+    cache_min_tokens: int | None = OPENAI_CACHE_MIN
+
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return openai_wire_tools(tools)
 
     def __init__(
         self,
@@ -143,13 +152,7 @@ class OpenAILLM:
             "max_tokens": self.max_tokens or request.max_tokens,
         }
         if request.tools:
-            params["tools"] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
-                }
-                for t in request.tools
-            ]
+            params["tools"] = openai_wire_tools(request.tools)
             if self.tool_choice in {t.name for t in request.tools}:
                 params["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
         if self.seed is not None:

@@ -19,7 +19,15 @@ import random
 import re
 from typing import Any
 
-from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, LLMResponse, ToolCall
+from autoresearch_mcp.client.llm.base import (
+    ANTHROPIC_CACHE_MIN,
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    ToolCall,
+    ToolSpec,
+    anthropic_wire_tools,
+)
 from autoresearch_mcp.contract.edits import apply_edits
 from autoresearch_mcp.contract.models import ScriptedPlan, TaskInfo
 
@@ -183,6 +191,11 @@ class _CodePolicy:
 class ScriptedLLM:
     name = "scripted"
     scripted = True
+    # Counted as the paper's model would be paid: Claude Haiku 4.5 over the Anthropic API.
+    cache_min_tokens: int | None = ANTHROPIC_CACHE_MIN["claude-haiku-4-5"]
+
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return anthropic_wire_tools(tools)
 
     def __init__(self, *, task: TaskInfo, original: str = "", seed: int = 42) -> None:
         """`task` as the server describes it; `original`: train.py v1 (code tasks build on it)."""

@@ -1,5 +1,6 @@
 """`autoresearch-mcp compare`: both agents side by side on one server build, and what it writes."""
 
+import gzip
 import json
 import os
 import sqlite3
@@ -9,11 +10,15 @@ from typing import Any
 import pytest
 
 from autoresearch_mcp.cli import main
-from autoresearch_mcp.client.compare import crossover, summarise
+from autoresearch_mcp.client.check import AgentResult
+from autoresearch_mcp.client.compare import crossover, run_record, summarise
+from autoresearch_mcp.client.report_figure import write_table
+from autoresearch_mcp.contract.models import Run
 
 ROW_FIELDS = {
     "iteration",
     "context_tokens",
+    "symmetric_tokens",
     "full_tokens",
     "cache_weighted_tokens",
     "output_tokens",
@@ -68,15 +73,20 @@ def test_compare_runs_both_modes_at_once_and_writes_results_a_table_and_a_figure
     assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (out / "transcripts").iterdir()) == [
         "stateful-42.jsonl",
+        "stateful-42.jsonl.gz",
         "stateless-42.jsonl",
+        "stateless-42.jsonl.gz",
     ]
+    with gzip.open(out / "transcripts" / "stateful-42.jsonl.gz", "rt") as packed:
+        assert packed.read() == (out / "transcripts" / "stateful-42.jsonl").read_text()
 
 
-def _run(mode: str, full: list[int]) -> dict[str, Any]:
+def _run(mode: str, full: list[int], experiments: int | None = None, cacheable: int = 0) -> dict[str, Any]:
     rows = [
         {
             "iteration": i,
             "context_tokens": t,
+            "symmetric_tokens": t,
             "full_tokens": t,
             "cache_weighted_tokens": t,
             "output_tokens": 0,
@@ -85,13 +95,15 @@ def _run(mode: str, full: list[int]) -> dict[str, Any]:
     ]
     totals = {
         "context_tokens": sum(full),
+        "symmetric_tokens": sum(full),
         "full_tokens": sum(full),
         "cache_weighted_tokens": sum(full),
         "output_tokens": 0,
         "wall_s": 1.0,
         "llm_calls": len(full),
-        "experiments": len(full),
+        "experiments": len(full) if experiments is None else experiments,
         "best_metric": 0.5,
+        "cacheable_calls": cacheable,
     }
     return {"mode": mode, "per_iteration": rows, "totals": totals}
 
@@ -117,3 +129,50 @@ def test_the_summary_averages_over_seeds_and_divides_stateless_by_stateful():
     assert (
         summary["ratio"]["context_tokens"] == 3.33 and summary["stateful"]["llm_calls_per_experiment"] == 1.0
     )
+
+
+def test_no_ratio_is_given_when_the_modes_recorded_different_numbers_of_experiments():
+    summary = summarise([_run("stateless", [100, 300], experiments=2), _run("stateful", [50], experiments=1)])
+    assert summary["ratio"] == {}
+    assert "different numbers of experiments (stateless [2], stateful [1]" in summary["ratio_note"]
+
+
+def test_cache_weighted_says_it_equals_full_when_no_prefix_reached_the_providers_minimum():
+    summary = summarise([_run("stateless", [100]), _run("stateful", [50])])
+    assert "below the provider's minimum cacheable length" in summary["stateful"]["cache_weighted_note"]
+    cached = summarise([_run("stateless", [100]), _run("stateful", [50], cacheable=1)])
+    assert "cache_weighted_note" not in cached["stateful"]
+
+
+def test_a_stateful_only_study_prints_no_comparison_sentence(tmp_path: Path):
+    results = {
+        "task": "hpo-covertype",
+        "iterations": 1,
+        "seeds": [42],
+        "llm": "scripted",
+        "window": "auto",
+        "runs": [_run("stateful", [50])],
+        "summary": summarise([_run("stateful", [50])]),
+    }
+    write_table(results, tmp_path / "table.md")
+    assert "cumulative full tokens" not in (tmp_path / "table.md").read_text()
+
+
+def test_calls_that_recorded_no_experiment_still_count_in_the_totals(tmp_path: Path):
+    tokens = {"fixed": 10, "system": 5, "messages": 20, "output": 3, "context": 23, "symmetric": 28}
+    line = {"iteration": 1, "tokens": {**tokens, "full": 33, "cache_weighted": 33.0, "cacheable": False}}
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(line) for _ in range(3)) + "\n")
+    run = Run(
+        id="r-1", name=None, task="toy-quadratic", status="stopped", budget=5, used=0, target=None, seed=1,
+        metric_name="score", direction="max", created_at="2026-11-30T12:00:00+00:00",
+        finished_at="2026-11-30T12:00:09+00:00",
+    )  # fmt: skip
+    result = AgentResult(
+        run_id="r-1", mode="stateful", stop_reason="failures", detail="3 refusals in a row", experiments=0,
+        llm_calls=3, best_metric=None, transcript=str(transcript), scripted=True, run=run, history=[],
+    )  # fmt: skip
+    record = run_record("stateful", 1, result)
+    assert record["per_iteration"] == [] and record["totals"]["experiments"] == 0
+    assert record["totals"]["context_tokens"] == 69 and record["totals"]["full_tokens"] == 99
+    assert record["totals"]["symmetric_tokens"] == 84

@@ -2,6 +2,7 @@
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from autoresearch_mcp.client.llm import (
     ToolSpec,
     Usage,
 )
+from autoresearch_mcp.client.llm.base import anthropic_wire_tools, openai_wire_tools
 from autoresearch_mcp.client.meter import TokenMeter, Transcript, count, encoding, fixed_text
 from autoresearch_mcp.contract.transcript import (
     load_transcript,
@@ -27,10 +29,20 @@ TOOL = ToolSpec(name="run_experiment", description="Run one experiment.", input_
 class _QueueLLM:
     """An LLM that answers from a list: enough to drive Transcript.complete."""
 
-    def __init__(self, name: str, scripted: bool, responses: list[LLMResponse] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        scripted: bool,
+        responses: list[LLMResponse] | None = None,
+        cache_min: int | None = 100,
+    ) -> None:
         self.name = name
         self.scripted = scripted
         self.responses = list(responses or [])
+        self.cache_min_tokens = cache_min  # a provider that caches prefixes from 100 tokens
+
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return anthropic_wire_tools(tools)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         return self.responses.pop(0)
@@ -118,7 +130,10 @@ def test_a_two_call_run_is_written_to_jsonl_with_the_cache_weighted_prefix_after
     assert (r1["run_id"], r1["mode"], r1["llm"], r1["scripted"]) == ("run1", "stateful", "scripted", True)
     assert r1["request"]["system"] == system and r1["response"]["tool_calls"][0]["name"] == "run_experiment"
     assert r1["tokens"] == first.model_dump() and r1["provider_usage"] is None
-    assert set(r1["tokens"]) == {"fixed", "messages", "output", "context", "full", "cache_weighted"}
+    assert set(r1["tokens"]) == {
+        "fixed", "system", "messages", "output", "context", "symmetric", "full", "cache_weighted", "cacheable",
+    }  # fmt: skip
+    assert r1["tokens"]["symmetric"] == count(system) + first.messages + first.output
     assert records[1]["provider_usage"]["input_tokens"] == 10
 
     total = totals(records)
@@ -126,6 +141,29 @@ def test_a_two_call_run_is_written_to_jsonl_with_the_cache_weighted_prefix_after
     assert total.context == first.context + second.context
     assert total.cache_weighted == pytest.approx(first.cache_weighted + second.cache_weighted)
     assert total.latency_s == pytest.approx(0.75)
+
+
+def test_below_the_providers_minimum_cacheable_length_cache_weighted_equals_full() -> None:
+    meter = TokenMeter(_QueueLLM("anthropic:claude-haiku-4-5", False, cache_min=4096))
+    meter.measure(_req("a short system prompt", "a"), _resp("x"))
+    again = meter.measure(_req("a short system prompt", "b"), _resp("x"))
+    assert not again.cacheable and again.cache_weighted == again.full
+
+
+def test_tool_schemas_are_counted_as_the_backend_serialises_them_on_the_wire() -> None:
+    request = _req("sys", "a")
+    openai_shape = json.dumps(openai_wire_tools([TOOL]), separators=(",", ":"))
+    assert '"type":"function"' in openai_shape
+    assert fixed_text(request, _OpenAIShaped()) == "sys" + openai_shape
+    assert TokenMeter(_OpenAIShaped()).measure(request, _resp("x")).fixed == count("sys" + openai_shape)
+
+
+class _OpenAIShaped(_QueueLLM):
+    def __init__(self) -> None:
+        super().__init__("openai:m", False)
+
+    def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return openai_wire_tools(tools)
 
 
 def test_a_changed_prefix_is_counted_at_full_weight() -> None:
