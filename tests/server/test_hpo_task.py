@@ -1,6 +1,9 @@
 """hpo-covertype: the paper's protocol, real XGBoost in the sandbox, scored by the server."""
 
 import gzip
+import hashlib
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,14 +14,39 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.hpo_covertype.data import prepare_split
+from conftest import TESTS_DIR
+
+# The fixture, as tests/data/PROVENANCE.md describes it.
+FIXTURE_CLASS_COUNTS = [724, 968, 122, 25, 32, 59, 70]
+FIXTURE_CSV_SHA256 = "2e40c2895ab4f4859a7dfe7ebfee287aebfe2b7d0cb2906a6fe46a72c97e89b6"
 
 
 def service_for(settings) -> RunService:
     return RunService(Store(settings.db_path), settings)
 
 
-def test_the_split_is_the_papers_stratified_80_20_of_the_csv(covtype_csv):
+def csv_text(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode()
+
+
+def test_the_fixture_is_what_its_provenance_says(covtype_csv):
+    text = csv_text(covtype_csv)
+    assert hashlib.sha256(text.encode()).hexdigest() == FIXTURE_CSV_SHA256
+    frame = pd.read_csv(covtype_csv)
+    assert frame.shape == (2_000, 55) and frame.columns[-1] == "Cover_Type"
+    assert frame["Cover_Type"].value_counts().sort_index().tolist() == FIXTURE_CLASS_COUNTS
+
+
+def test_under_20000_rows_there_is_no_subsample_and_every_class_reaches_the_test_split(covtype_csv):
     split = prepare_split(str(covtype_csv))
+    assert (split.n_train, split.n_test) == (1_600, 400)
+    counts = np.bincount(split.y_test, minlength=7)
+    assert np.abs(counts - np.array(FIXTURE_CLASS_COUNTS) * 0.2).max() <= 1  # stratified
+    assert counts.min() >= 5
+
+
+def test_the_split_is_the_papers_stratified_80_20_of_the_csv(covtype_20k_csv):
+    split = prepare_split(str(covtype_20k_csv))
     assert (split.n_train, split.n_test) == (16_000, 4_000)
     counts = np.bincount(split.y_test, minlength=7)
     per_class = np.array([7292, 9752, 1231, 94, 327, 598, 706])  # the CSV's class counts (PROVENANCE.md)
@@ -27,19 +55,32 @@ def test_the_split_is_the_papers_stratified_80_20_of_the_csv(covtype_csv):
         assert sorted(arrays.files) == ["X_test", "X_train", "y_train"]  # no test labels for train.py
 
 
+def test_the_fixture_is_regenerated_from_the_20000_rows_by_its_script(tmp_path, covtype_20k_csv, covtype_csv):
+    out = tmp_path / "fixture.csv.gz"
+    script = TESTS_DIR / "data" / "make_covtype_fixture.py"
+    subprocess.run([sys.executable, str(script), str(covtype_20k_csv), str(out)], check=True)
+    assert csv_text(out) == csv_text(covtype_csv)
+
+
 def test_more_rows_than_20000_are_subsampled_stratified_with_seed_42(tmp_path, covtype_csv):
-    frame = pd.read_csv(covtype_csv)
-    bigger = pd.concat([frame, frame.sample(5_000, random_state=0)], ignore_index=True)
+    bigger = pd.concat([pd.read_csv(covtype_csv)] * 11, ignore_index=True)  # 22,000 rows
     path = tmp_path / "bigger.csv.gz"
     with gzip.open(path, "wt") as handle:
         bigger.to_csv(handle, index=False)
     split = prepare_split(str(path))
     assert split.n_train + split.n_test == 20_000
     assert split.n_test == 4_000
+    counts = np.bincount(split.y_test, minlength=7)
+    per_class = np.array(FIXTURE_CLASS_COUNTS) * 11 * (20_000 / 22_000) * 0.2
+    assert np.abs(counts - per_class).max() <= 2  # stratified twice: the subsample, then 80/20
 
 
-def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics(settings):
-    service = service_for(settings)
+@pytest.mark.parametrize("data", ["covtype_csv", "covtype_20k_csv"])
+def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics(
+    settings, data: str, request: pytest.FixtureRequest
+):
+    csv = request.getfixturevalue(data)  # the fixture, and the 20,000 rows (skipped without them)
+    service = service_for(settings.model_copy(update={"covtype_path": str(csv)}))
     run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name="smoke")
     result = service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 3}, "tiny")
     exp = result.experiment
