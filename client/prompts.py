@@ -1,5 +1,6 @@
 """Prompt text: the stateful agent's fixed system prompt and per-turn message, and the stateless
-baseline's single message in the paper's format (DESIGN.md, "Stateless baseline")."""
+baseline's single message in the paper's format (the instructions, then one line per earlier HPO
+experiment or every earlier version of the code in full, then the request for the next proposal)."""
 
 import json
 from typing import Any

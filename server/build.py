@@ -1,8 +1,9 @@
 """The MCP surface, declared over an open `Research`: tools grouped by subject, resources, the prompt.
 
 Each tool lives in the module named after its subject (server/tools/): runs.py, experiments.py,
-train_py.py, jobs.py, query.py. Names and arguments follow the contract in DESIGN.md; the run logic
-they call (server/runs.py, server/jobs/) knows nothing of MCP.
+train_py.py, jobs.py, query.py. Names and arguments are a contract that examples and outside clients
+rely on (docs/tools.md documents it); the run logic they call (server/runs.py, server/jobs/) knows
+nothing of MCP.
 """
 
 from mcp.server import MCPServer

@@ -1,4 +1,4 @@
-"""The run logic: plain, synchronous, testable without MCP. The MCP glue in app.py only calls this.
+"""The run logic: plain, synchronous, testable without MCP. The MCP glue in server/tools/ only calls this.
 
 Long work (training, benchmarks) runs in a sandboxed child process; the calling thread waits for it,
 so the MCP server (which runs sync tools on worker threads) keeps answering other calls meanwhile.
