@@ -8,15 +8,14 @@ from pydantic import BaseModel, Field
 from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
 from autoresearch_mcp.client.meter import Transcript
-from autoresearch_mcp.contract.models import Experiment, Run
+from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
 StopReason = Literal["budget", "target", "llm-done", "failures", "call-limit", "llm-error"]
 Progress = Callable[[dict[str, Any]], None]
 
 
 class AgentConfig(BaseModel):
-    task: str
-    experiment_tool: Literal["run_experiment", "run_benchmark"]
+    task: TaskInfo = Field(description="the task as the server describes it (autoresearch://tasks/{name})")
     iterations: int = Field(ge=1)
     max_failures: int = Field(
         default=5, ge=1, description="consecutive failures (refusals, crashes) before stopping"

@@ -1,6 +1,7 @@
-"""Prompt text: the stateful agent's fixed system prompt and per-turn message, and the stateless
-baseline's single message in the paper's format (the instructions, then one line per earlier HPO
-experiment or every earlier version of the code in full, then the request for the next proposal)."""
+"""Prompt text: the stateful agent's per-turn message and hints (its system prompt comes with the task
+from the server), and the stateless baseline's single message in the paper's format (the instructions,
+then one line per earlier HPO experiment or every earlier version of the code in full, then the request
+for the next proposal)."""
 
 import json
 from typing import Any
@@ -8,23 +9,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.models import Experiment
-
-STATEFUL_SYSTEM = {
-    "run_experiment": (
-        "You tune a model autonomously. The server keeps all state; each turn you get its summary. "
-        "Call run_experiment once per turn with params you have not tried (omitted ones take their "
-        "defaults), chosen from what the summary shows. Use get_experiment_history only when you need "
-        "details, add_note to record a strategy or a failed idea. Refusals cost no budget but count as "
-        "failures. Only when many experiments have run and no promising idea is left, reply DONE: <reason>."
-    ),
-    "run_benchmark": (
-        "You optimise a Python function for speed autonomously; its output must stay identical. The "
-        "server keeps all state; each turn you get its summary, and the code when you have not seen the "
-        "current version. Per turn: call modify_train_py with small search/replace edits (search text "
-        "copied exactly, occurring once), then run_benchmark, in the same reply. Revert with "
-        "revert_train_py when a version was wrong or slower. Only when no idea is left, reply DONE: <reason>."
-    ),
-}
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."

@@ -179,11 +179,11 @@ async def run_session(
                 StartedRun,
             )
             run_id = started.run_id
+            task = await rc.task(args.task)
             if llm is None:
-                llm = build_llm(args, seed, await rc.task(args.task), await rc.train_py(run_id))
+                llm = build_llm(args, seed, task, await rc.train_py(run_id))
             config = AgentConfig(
-                task=args.task,
-                experiment_tool=started.experiment_tool,
+                task=task,
                 iterations=args.iterations,
                 max_failures=args.max_failures,
                 window=args.window,

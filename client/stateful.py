@@ -22,7 +22,6 @@ from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, Tool
 from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
-    STATEFUL_SYSTEM,
     repeat_hint,
     stateful_turn,
 )
@@ -109,9 +108,9 @@ class StatefulAgent(Agent):
 
     async def run(self) -> AgentResult:
         self.turns, self.repeats = [], 0
-        tools = agent_tools(await self.rc.tools(), self.config.task, self.config.experiment_tool)
+        tools = agent_tools(await self.rc.tools(), self.config.task)
         names = {tool.name for tool in tools}
-        system = STATEFUL_SYSTEM[self.config.experiment_tool]
+        system = self.config.task.agent.system_prompt
         stop: tuple[StopReason, str] | None = None
         while True:
             run = await self.rc.run(self.run_id)
@@ -119,7 +118,7 @@ class StatefulAgent(Agent):
             if stop:
                 break
             window = select_window(self.turns, self.config.window)
-            if self.config.experiment_tool == "run_benchmark":
+            if self.config.task.kind == "code":
                 window = await self._show_code_if_unseen(window)
             summary = await self.rc.summary(self.run_id)
             messages = [Message(role="user", text=stateful_turn(summary))]

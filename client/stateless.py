@@ -25,7 +25,6 @@ from autoresearch_mcp.client.prompts import (
     stateless_code,
     stateless_hpo,
 )
-from autoresearch_mcp.client.tools import task_params_schema
 from autoresearch_mcp.contract.models import ArtifactInfo, Experiment, ExperimentResult
 
 
@@ -45,7 +44,7 @@ class StatelessAgent(Agent):
         self.versions: list[CodeVersion] = []  # code: every version with its benchmark
 
     async def run(self) -> AgentResult:
-        code_task = self.config.experiment_tool == "run_benchmark"
+        code_task = self.config.task.kind == "code"
         if code_task:
             original = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
             self.versions.append(
@@ -57,9 +56,7 @@ class StatelessAgent(Agent):
                 )
             )
         else:
-            tools = {tool.name: tool for tool in await self.rc.tools()}
-            schema = tools["run_experiment"].input_schema["properties"]["params"]
-            self.params_schema = task_params_schema(schema, self.config.task)
+            self.params_schema = self.config.task.params_schema
         stop: tuple[StopReason, str] | None = None
         while True:
             run = await self.rc.run(self.run_id)

@@ -8,18 +8,8 @@ only the parameter schema of the task at hand.
 from typing import Any
 
 from autoresearch_mcp.client.llm.base import ToolSpec
+from autoresearch_mcp.contract.models import TaskInfo
 
-TOOLS_BY_KIND = {
-    "run_experiment": ("run_experiment", "get_experiment_history", "add_note"),
-    "run_benchmark": (
-        "modify_train_py",
-        "run_benchmark",
-        "revert_train_py",
-        "get_current_train_py",
-        "get_experiment_history",
-        "add_note",
-    ),
-}
 HIDDEN_ARGS = {"run_id"}
 # Length caps stay enforced by the server; sent to the model they only cost tokens, and llama.cpp
 # servers turn a maxLength of 2000 into a grammar too large to build (it crashes the server).
@@ -53,16 +43,9 @@ def _compact(schema: Any, defs: dict[str, Any]) -> Any:
     return out
 
 
-def task_params_schema(schema: dict[str, Any], task: str) -> dict[str, Any]:
-    """The `params` schema of one task, picked out of the server's per-task anyOf."""
-    for variant in schema.get("anyOf", []):
-        if variant.get("title") == f"{task} params":
-            return variant
-    return schema
-
-
-def agent_tools(mcp_tools: list[Any], task: str, experiment_tool: str) -> list[ToolSpec]:
-    wanted = TOOLS_BY_KIND[experiment_tool]
+def agent_tools(mcp_tools: list[Any], task: TaskInfo) -> list[ToolSpec]:
+    """The tools the task's profile names, with `params` narrowed to the task's own schema."""
+    wanted = task.agent.tools
     specs = []
     by_name = {tool.name: tool for tool in mcp_tools}
     for name in wanted:
@@ -73,7 +56,7 @@ def agent_tools(mcp_tools: list[Any], task: str, experiment_tool: str) -> list[T
         defs = schema.pop("$defs", {})
         properties = {k: v for k, v in schema.get("properties", {}).items() if k not in HIDDEN_ARGS}
         if "params" in properties:
-            properties["params"] = task_params_schema(properties["params"], task)
+            properties["params"] = task.params_schema
         compact = _compact({**schema, "properties": properties}, defs)
         compact["required"] = [r for r in schema.get("required", []) if r not in HIDDEN_ARGS]
         specs.append(

@@ -3,7 +3,8 @@
 Each tool lives in the module named after its subject (server/tools/): runs.py, experiments.py,
 train_py.py, jobs.py, query.py. Names and arguments are a contract that examples and outside clients
 rely on (docs/tools.md documents it); the run logic they call (server/runs.py, server/jobs/) knows
-nothing of MCP.
+nothing of MCP. What a host sees besides (logs, resource updates, list changes) comes from the notifier
+(notify.py), which watches the research's events; completions are in completions.py.
 """
 
 from mcp.server import MCPServer
@@ -11,7 +12,8 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 
 from autoresearch_mcp import __version__
-from autoresearch_mcp.server import program, resources
+from autoresearch_mcp.server import completions, program, resources
+from autoresearch_mcp.server.notify import Notifier
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tools import experiments, jobs, query, runs, train_py
 from autoresearch_mcp.server.tools.common import RunResolver
@@ -32,13 +34,18 @@ def build_server(
     """The MCP server over `research` (opened here if it is not yet). `token_verifier` and `auth`
     (together) protect it over HTTP; see http.py. The caller closes `research` at shutdown."""
     research.open()
+    notifier = Notifier()
+    research.events.add(notifier)
     mcp = MCPServer(
         "autoresearch",
         version=__version__,
         instructions=INSTRUCTIONS,
         token_verifier=token_verifier,
         auth=auth,
+        subscriptions=notifier.bus,
+        middleware=[notifier.middleware],
     )
+    notifier.serve_handshake_methods(mcp)
     run_for = RunResolver(research)
     runs.register(mcp, research, run_for)
     experiments.register(mcp, research, run_for)
@@ -47,4 +54,5 @@ def build_server(
     query.register(mcp, research)
     resources.register(mcp, research)
     program.register(mcp, research)
+    completions.register(mcp, research)
     return mcp

@@ -6,6 +6,8 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
 
+PROMPT_NAME = "autoresearch"
+
 PROGRAM = """You are running an autonomous research loop on the task "{task_name}": {description}
 
 The server keeps all state: every experiment, the best result, train.py and its versions, your notes.
@@ -28,31 +30,19 @@ Stop (call finish_run with a one-line reason) when the budget is used, the targe
 have no idea left that is likely to help.
 """
 
-HOW = {
-    "run_experiment": (
-        "Call run_experiment(params, note) with a configuration you have not tried. You may also edit "
-        "train.py (modify_train_py with search/replace edits) to change the model setup or features."
-    ),
-    "run_benchmark": (
-        "Change train.py with modify_train_py (prefer small search/replace edits), then call "
-        "run_benchmark: it checks correctness on fresh inputs and times the function (speedup vs the "
-        "original). Revert with revert_train_py when a change was wrong or slower."
-    ),
-}
-
 
 def render_program(task: Task) -> str:
     params = task.params_help()
     return PROGRAM.format(
         task_name=task.name,
         description=task.describe(),
-        how=HOW[task.experiment_tool],
+        how=task.agent_profile().how,
         params="  Parameters:\n" + "\n".join(f"  - {line}" for line in params.splitlines()),
     )
 
 
 def register(mcp: MCPServer, research: Research) -> None:
-    @mcp.prompt()
+    @mcp.prompt(PROMPT_NAME)
     def autoresearch(task: str = "hpo-covertype") -> str:
         """The research instructions (goal, tools, rules, when to stop) for a task."""
         try:

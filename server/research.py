@@ -2,12 +2,14 @@
 
 `build_server` only declares the MCP surface over a `Research`; whoever starts a server opens one and
 closes it at shutdown (which stops the job workers), so the lifecycle is explicit, not hidden in the
-server object.
+server object. Whoever wants to watch the runs adds an observer to `events` (build_server adds the
+notifier that tells MCP hosts).
 """
 
 from types import TracebackType
 from typing import Self
 
+from autoresearch_mcp.server.events import Observers
 from autoresearch_mcp.server.jobs import JobService
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ServerSettings
@@ -17,13 +19,14 @@ from autoresearch_mcp.server.store import Store
 class Research:
     def __init__(self, settings: ServerSettings | None = None) -> None:
         self.settings = settings or ServerSettings()
+        self.events = Observers()
         self._runs: RunService | None = None
         self._jobs: JobService | None = None
 
     def open(self) -> Self:
         """Open the store, recover what a killed server left running, start the job service."""
         if self._runs is None:
-            runs = RunService(Store(self.settings.db_path), self.settings)
+            runs = RunService(Store(self.settings.db_path), self.settings, self.events)
             runs.recover()
             jobs = JobService(runs, self.settings)
             jobs.recover()

@@ -11,6 +11,12 @@ from autoresearch_mcp.contract.models import RunList, TaskList
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.registry import task_names
 
+RUNS_URI = "autoresearch://runs"
+SUMMARY_URI = "autoresearch://runs/{run_id}/summary"
+HISTORY_URI = "autoresearch://runs/{run_id}/history"
+TRAIN_PY_URI = "autoresearch://runs/{run_id}/train.py"
+RUN_TEMPLATES = (SUMMARY_URI, HISTORY_URI, TRAIN_PY_URI)
+
 
 def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
     @functools.wraps(fn)
@@ -26,24 +32,24 @@ def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
 def register(mcp: MCPServer, research: Research) -> None:
     service = research.runs
 
-    @mcp.resource("autoresearch://runs", name="runs", mime_type="application/json")
+    @mcp.resource(RUNS_URI, name="runs", mime_type="application/json")
     def runs_resource() -> str:
         """Every run with task, status, best and budget used."""
         return RunList(runs=service.store.list_runs()).model_dump_json()
 
-    @mcp.resource("autoresearch://runs/{run_id}/summary", name="run-summary", mime_type="text/plain")
+    @mcp.resource(SUMMARY_URI, name="run-summary", mime_type="text/plain")
     @_not_found
     def summary_resource(run_id: str) -> str:
-        """The bounded summary the agent reads every turn."""
+        """The bounded summary the agent reads every turn; subscribe to hear when an experiment ends."""
         return service.summary(run_id)
 
-    @mcp.resource("autoresearch://runs/{run_id}/history", name="run-history", mime_type="application/json")
+    @mcp.resource(HISTORY_URI, name="run-history", mime_type="application/json")
     @_not_found
     def history_resource(run_id: str) -> str:
         """Every experiment of the run, in iteration order."""
         return service.history(run_id, None, 0, "iteration", None).model_dump_json()
 
-    @mcp.resource("autoresearch://runs/{run_id}/train.py", name="run-train-py", mime_type="text/x-python")
+    @mcp.resource(TRAIN_PY_URI, name="run-train-py", mime_type="text/x-python")
     @_not_found
     def train_py_resource(run_id: str) -> str:
         """The current train.py."""

@@ -1,4 +1,5 @@
-"""The run logic: plain, synchronous, testable without MCP. The MCP glue in server/tools/ only calls this.
+"""The run logic: plain, synchronous, testable without MCP. The MCP glue (build.py, tools/) only calls
+this; whoever watches runs (notify.py, for hosts) hears about them through `events` (events.py).
 
 Long work (training, benchmarks) runs in a sandboxed child process; the calling thread waits for it,
 so the MCP server (which runs sync tools on worker threads) keeps answering other calls meanwhile.
@@ -25,6 +26,7 @@ from autoresearch_mcp.contract.models import (
     Run,
     RunStatus,
 )
+from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.summary import render_summary
@@ -48,9 +50,10 @@ class PreparedExperiment:
 
 
 class RunService:
-    def __init__(self, store: Store, settings: ServerSettings) -> None:
+    def __init__(self, store: Store, settings: ServerSettings, events: ResearchEvents | None = None) -> None:
         self.store = store
         self.settings = settings
+        self.events = events or ResearchEvents()
         self._tasks: dict[str, Task] = {}
         self._run_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -87,6 +90,7 @@ class RunService:
             config=config,
             initial_source=spec.initial_artifact(),
         )
+        self.events.run_started(run)
         return run, self.summary(run.id)
 
     def default_run_id(self, preferred: str | None) -> str:
@@ -120,7 +124,7 @@ class RunService:
             status: RunStatus = "stopped"
             if run.best is not None and run.target is not None and self._meets_target(run, run.best.metric):
                 status = "converged"
-            self.store.set_run_status(run_id, status, reason)
+            self.events.run_finished(self.store.set_run_status(run_id, status, reason))
         return self.store.get_run(run_id), self.summary(run_id)
 
     def _meets_target(self, run: Run, metric: float) -> bool:
@@ -134,6 +138,7 @@ class RunService:
     ) -> RefusedError:
         """Log a refusal (no budget spent) and return the error to raise."""
         self.store.log_event(run_id, "refusal", tool, message)
+        self.events.refused(run_id, tool, kind, message)
         return RefusedError(message, kind=kind)
 
     def run_experiment(
@@ -160,9 +165,12 @@ class RunService:
         artifact = self.store.get_artifact(run_id)
         try:
             exp = self.store.reserve_experiment(run_id, canonical, artifact.version, note)
-        except RefusedError as exc:
-            self.store.log_event(run_id, "refusal", tool, str(exc))
+        except ResearchError as exc:  # a repeat (logged as a refusal), a finished run, no budget left
+            if isinstance(exc, RefusedError):
+                self.store.log_event(run_id, "refusal", tool, str(exc))
+            self.events.refused(run_id, tool, exc.kind, str(exc))
             raise
+        self.events.experiment_started(run, exp)
         ctx = ExecContext(
             run_id=run_id, seed=run.seed, iteration=exp.iteration, options=run.config["options"]
         )
@@ -200,14 +208,17 @@ class RunService:
 
     def _result(self, run_id: str, exp: Experiment) -> ExperimentResult:
         run = self.store.get_run(run_id)
+        status: RunStatus | None = None
         if run.status == "running":
-            status: RunStatus | None = None
             if exp.kept and exp.metric is not None and self._meets_target(run, exp.metric):
                 status = "converged"
             elif run.used >= run.budget and not self.store.status_counts(run_id).get("running"):
                 status = "exhausted"
             if status is not None:
                 run = self.store.set_run_status(run_id, status, f"{status} after experiment #{exp.iteration}")
+        self.events.experiment_ended(run, exp)
+        if status is not None:
+            self.events.run_finished(run)
         return ExperimentResult(
             experiment=exp,
             is_new_best=exp.kept,

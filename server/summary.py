@@ -25,10 +25,6 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _num(value: float) -> str:
-    return f"{value:.4g}"
-
-
 def _changed(params: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in params.items() if reference.get(key) != value}
 

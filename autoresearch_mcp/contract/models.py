@@ -183,6 +183,15 @@ class ScriptedPlan(BaseModel):
     steps: list[ScriptedStep] = Field(default_factory=list)
 
 
+class AgentProfile(BaseModel):
+    """How an agent works on a task: its fixed system prompt, the tools it offers the model, and the
+    instruction the research prompt gives for one step."""
+
+    system_prompt: str
+    tools: list[str] = Field(description="the server tools the stateful agent offers the model")
+    how: str = Field(description="one step of the loop, in the words of the `autoresearch` prompt")
+
+
 class TaskInfo(BaseModel):
     """A task as an agent needs to know it: `autoresearch://tasks/{name}`."""
 
@@ -196,6 +205,7 @@ class TaskInfo(BaseModel):
     )
     experiment_tool: Literal["run_experiment", "run_benchmark"]
     params_schema: dict[str, Any]
+    agent: AgentProfile
     scripted: ScriptedPlan
 
 

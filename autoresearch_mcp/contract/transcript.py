@@ -56,22 +56,9 @@ def totals(records: list[dict[str, Any]]) -> TokenTotals:
     return out
 
 
-def totals_by_run(records: list[dict[str, Any]]) -> dict[str, TokenTotals]:
-    out: dict[str, TokenTotals] = defaultdict(TokenTotals)
-    for r in records:
-        out[r["run_id"]].add(r)
-    return dict(out)
-
-
 def totals_by_iteration(records: list[dict[str, Any]]) -> dict[int, TokenTotals]:
     """Sums over the calls of each iteration, in iteration order."""
     out: dict[int, TokenTotals] = defaultdict(TokenTotals)
     for r in records:
         out[r["iteration"]].add(r)
     return dict(sorted(out.items()))
-
-
-def calls_per_experiment(records: list[dict[str, Any]], experiments: int | None = None) -> float:
-    """LLM calls per recorded experiment; `experiments` defaults to the number of distinct iterations."""
-    n = experiments if experiments is not None else len({r["iteration"] for r in records})
-    return len(records) / n if n else 0.0

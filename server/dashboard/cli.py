@@ -1,25 +1,16 @@
 """`autoresearch-mcp dashboard` (serve the live page) and `autoresearch-mcp report` (write one HTML file)."""
 
 import argparse
-import ipaddress
 import os
 import sys
 from pathlib import Path
 
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path, transcripts_dir
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.http import is_loopback
 from autoresearch_mcp.server.store import Store
 
 DEFAULT_PORT = 8770
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def open_store(db: Path | None) -> Store:

@@ -3,6 +3,7 @@
 A job is an experiment that runs on an executor (executors.py) instead of in the calling thread. It is
 reserved in the store at submit time exactly as run_experiment reserves it (same validation, refusals and
 budget), so a flood of submissions cannot overrun the budget. The worker computes; this process records.
+Each state change (queued, running, done, failed) is told to the run service's `events`.
 """
 
 import logging
@@ -11,7 +12,8 @@ import time
 from typing import Any
 
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import ExperimentResult, Job, JobInfo
+from autoresearch_mcp.contract.models import ExperimentResult, Job, JobInfo, JobStatus
+from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.jobs.executors import Executor, JobFuture, OnStart, make_executor
 from autoresearch_mcp.server.runs import PreparedExperiment, RunService
 from autoresearch_mcp.server.settings import ServerSettings
@@ -33,6 +35,10 @@ class JobService:
         self._done: dict[str, threading.Event] = {}
         self._started: dict[str, float] = {}
         self._closed = False
+
+    @property
+    def events(self) -> ResearchEvents:
+        return self.service.events
 
     def recover(self) -> int:
         """On start-up, after RunService.recover: jobs a dead server left queued or running fail."""
@@ -56,6 +62,7 @@ class JobService:
         executor = self.executor()  # an unreachable scheduler fails here, before any budget is spent
         prepared = self.service.prepare_experiment(run_id, params, note, TOOL)
         job = self.jobs.create(run_id, prepared.experiment.id, executor.name)
+        self.events.job_changed(job)
         with self._lock:
             self._done[job.id] = threading.Event()
         try:
@@ -73,7 +80,8 @@ class JobService:
         def started(worker: str, pid: int | None) -> None:
             with self._lock:
                 self._started.setdefault(job_id, time.monotonic())
-            self.jobs.mark_running(job_id, worker, pid)
+            if self.jobs.mark_running(job_id, worker, pid):
+                self.events.job_changed(self.jobs.get(job_id))
 
         return started
 
@@ -88,7 +96,7 @@ class JobService:
                 return
             outcome = Outcome.model_validate(reply["outcome"])
             self.service.record_outcome(exp_id, outcome, float(reply["duration_s"]))
-            self.jobs.finish(job_id, "done")
+            self._finish(job_id, "done")
         except Exception as exc:
             log.exception("job %s: recording its end failed", job_id)
             self._fail(job_id, exp_id, f"recording the result failed: {exc}")
@@ -117,7 +125,11 @@ class JobService:
         duration = round(time.monotonic() - began, 3) if began is not None else 0.0
         if self.service.store.get_experiment(exp_id).status == "running":
             self.service.record_interrupted(exp_id, f"job failed: {reason}", duration)
-        self.jobs.finish(job_id, "failed", reason)
+        self._finish(job_id, "failed", reason)
+
+    def _finish(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
+        if self.jobs.finish(job_id, status, error):
+            self.events.job_changed(self.jobs.get(job_id))
 
     def wait(self, job_id: str, timeout: float) -> Job:
         """The job, once it has ended or after `timeout` seconds, whichever comes first."""

@@ -61,13 +61,10 @@ class Store(ArtifactRecords, NoteRecords):
         rows = self._conn().execute(sql + " ORDER BY created_at DESC, rowid DESC", args).fetchall()
         return [self._run_from_row(row) for row in rows]
 
-    def latest_running_run_id(self) -> str | None:
-        row = (
-            self._conn()
-            .execute("SELECT id FROM runs WHERE status = 'running' ORDER BY created_at DESC, rowid DESC")
-            .fetchone()
-        )
-        return row["id"] if row else None
+    def run_ids(self) -> list[str]:
+        """Every run id, newest first."""
+        rows = self._conn().execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC").fetchall()
+        return [row["id"] for row in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> Run:
         stamp = now()

@@ -34,8 +34,9 @@ class JobStore:
             )
         return _job_from_row(row)
 
-    def mark_running(self, job_id: str, worker: str, worker_pid: int | None) -> None:
-        """The job reached a worker. Its experiment's start becomes now: it may have queued a while."""
+    def mark_running(self, job_id: str, worker: str, worker_pid: int | None) -> bool:
+        """The job reached a worker. Its experiment's start becomes now: it may have queued a while.
+        False when it was no longer queued (nothing changed)."""
         stamp = now()
         with self.store.transaction() as conn:
             cur = conn.execute(
@@ -49,14 +50,17 @@ class JobStore:
                     " (SELECT experiment_id FROM jobs WHERE id = ?) AND status = 'running'",
                     (stamp, job_id),
                 )
+            return cur.rowcount > 0
 
-    def finish(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
+    def finish(self, job_id: str, status: JobStatus, error: str | None = None) -> bool:
+        """End a queued or running job; False when it had already ended (nothing changed)."""
         with self.store.transaction() as conn:
-            conn.execute(
+            cur = conn.execute(
                 "UPDATE jobs SET status = ?, error = ?, finished_at = ?,"
                 " started_at = COALESCE(started_at, ?) WHERE id = ? AND status IN ('queued', 'running')",
                 (status, error, now(), now(), job_id),
             )
+            return cur.rowcount > 0
 
     def fail_orphans(self) -> int:
         """Jobs left queued or running by a server process that no longer exists.

@@ -5,8 +5,40 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch_mcp.contract.models import ScriptedPlan, TaskInfo
+from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan, TaskInfo
 from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
+
+PARAMS_TOOLS = ["run_experiment", "get_experiment_history", "add_note"]
+CODE_TOOLS = [
+    "modify_train_py",
+    "run_benchmark",
+    "revert_train_py",
+    "get_current_train_py",
+    "get_experiment_history",
+    "add_note",
+]
+# What a task without a profile of its own gets, by the tool that evaluates it.
+DEFAULT_PROFILES = {
+    "run_experiment": AgentProfile(
+        system_prompt=(
+            "You run experiments autonomously. The server keeps all state; each turn you get its summary. "
+            "Call run_experiment once per turn with params you have not tried (omitted ones take their "
+            "defaults). Refusals cost no budget but count as failures. Only when no promising idea is "
+            "left, reply DONE: <reason>."
+        ),
+        tools=PARAMS_TOOLS,
+        how="Call run_experiment(params, note) with a configuration you have not tried.",
+    ),
+    "run_benchmark": AgentProfile(
+        system_prompt=(
+            "You improve train.py autonomously. The server keeps all state; each turn you get its summary, "
+            "and the code when you have not seen the current version. Per turn: call modify_train_py with "
+            "small search/replace edits, then run_benchmark. Only when no idea is left, reply DONE: <reason>."
+        ),
+        tools=CODE_TOOLS,
+        how="Change train.py with modify_train_py, then call run_benchmark.",
+    ),
+}
 
 
 class NoParams(BaseModel):
@@ -70,6 +102,10 @@ class Task(ABC):
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
         """Run one experiment in the sandbox. Failures are outcomes, never exceptions."""
 
+    def agent_profile(self) -> AgentProfile:
+        """How an agent works on this task; a task folder's profile.py gives its own words."""
+        return DEFAULT_PROFILES[self.experiment_tool]
+
     def scripted_plan(self) -> ScriptedPlan:
         """What the scripted test double needs to play this task (see contract ScriptedPlan)."""
         return ScriptedPlan()
@@ -84,6 +120,7 @@ class Task(ABC):
             kind="params" if self.experiment_tool == "run_experiment" else "code",
             experiment_tool=self.experiment_tool,
             params_schema=self.params_model.model_json_schema(),
+            agent=self.agent_profile(),
             scripted=self.scripted_plan(),
         )
 

@@ -16,11 +16,9 @@ from autoresearch_mcp.client.llm import (
 )
 from autoresearch_mcp.client.meter import TokenMeter, Transcript, count, encoding, fixed_text
 from autoresearch_mcp.contract.transcript import (
-    calls_per_experiment,
     load_transcript,
     totals,
     totals_by_iteration,
-    totals_by_run,
 )
 
 TOOL = ToolSpec(name="run_experiment", description="Run one experiment.", input_schema={"type": "object"})
@@ -137,7 +135,7 @@ def test_a_changed_prefix_is_counted_at_full_weight() -> None:
     assert changed.cache_weighted == changed.full
 
 
-def test_aggregates_sum_per_run_per_iteration_and_count_calls_per_experiment() -> None:
+def test_aggregates_sum_per_iteration_and_over_a_transcript() -> None:
     def rec(run: str, it: int, full: int) -> dict[str, object]:
         tokens = {"fixed": 1, "messages": 2, "output": 3, "context": 5, "full": full, "cache_weighted": 1.5}
         return {"run_id": run, "iteration": it, "tokens": tokens, "latency_s": 0.1}
@@ -146,11 +144,8 @@ def test_aggregates_sum_per_run_per_iteration_and_count_calls_per_experiment() -
     per_iteration = totals_by_iteration(records[:3])
     assert list(per_iteration) == [1, 2]
     assert (per_iteration[1].calls, per_iteration[1].full, per_iteration[1].context) == (2, 30, 10)
-    by_run = totals_by_run(records)
-    assert by_run["a"].full == 60 and by_run["b"].full == 40 and by_run["a"].cache_weighted == 4.5
-    assert calls_per_experiment(records[:3]) == 1.5
-    assert calls_per_experiment(records[:3], experiments=3) == 1.0
-    assert calls_per_experiment([]) == 0.0
+    overall = totals(records)
+    assert (overall.calls, overall.full, overall.cache_weighted) == (4, 100, 6.0)
 
 
 def test_the_default_transcript_path_is_in_the_data_directory(

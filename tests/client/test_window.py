@@ -3,6 +3,7 @@
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import Message, ToolCall, ToolResult
 from autoresearch_mcp.client.stateful import Turn, known_version, result_text, select_window
+from autoresearch_mcp.contract.models import BestResult, Experiment, ExperimentResult
 
 
 def turn(
@@ -52,17 +53,22 @@ def test_tool_results_reach_the_model_compactly():
     outcome = ToolOutcome(
         ok=True,
         text="",
-        data={
-            "experiment": {
-                "iteration": 4,
-                "status": "crash",
-                "metric": None,
-                "error_tail": "timeout\nlong tail",
-            },
-            "best": {"metric": 0.7712, "iteration": 2},
-            "is_new_best": False,
-            "budget_left": 11,
-        },
+        data=ExperimentResult(
+            experiment=Experiment(
+                id=4,
+                run_id="r-1",
+                iteration=4,
+                params={"x": 1},
+                artifact_version=1,
+                status="crash",
+                error_tail="timeout\nlong tail",
+                started_at="2026-11-30T12:00:00+00:00",
+            ),
+            is_new_best=False,
+            best=BestResult(iteration=2, metric=0.7712, params={"x": 0}, artifact_version=1),
+            budget_left=11,
+            run_status="running",
+        ).model_dump(mode="json"),
     )
     assert result_text("run_experiment", outcome) == "#4 crash: timeout; best 0.7712 (#2); budget left 11"
     refused = ToolOutcome(ok=False, text="invalid params for toy: unknown parameter 'z'", data=None)

@@ -13,12 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.contract.models import ScriptedPlan
+from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome, Task, sandbox_failure
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from autoresearch_mcp.server.tasks.codeopt_records.child import ALLOWED_IMPORTS, EXTRA_FORBIDDEN_NAMES
+from autoresearch_mcp.server.tasks.codeopt_records.profile import PROFILE
 from autoresearch_mcp.server.tasks.codeopt_records.records import (
     REFERENCE_SOURCE,
     first_difference,
@@ -49,6 +50,9 @@ class CodeOptTask(Task):
     params_model = NoParams
     experiment_tool = "run_benchmark"
     sandbox_entries = (ENTRY,)
+
+    def agent_profile(self) -> AgentProfile:
+        return PROFILE
 
     def scripted_plan(self) -> ScriptedPlan:
         return rewrites.plan()

@@ -12,12 +12,13 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
-from autoresearch_mcp.contract.models import ScriptedPlan
+from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
 from autoresearch_mcp.server.tasks.hpo_covertype import scripted
 from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, prepare_split
+from autoresearch_mcp.server.tasks.hpo_covertype.profile import PROFILE
 from autoresearch_mcp.server.tasks.registry import register
 
 ENTRY = "autoresearch_mcp.server.tasks.hpo_covertype.child:run_training"
@@ -98,6 +99,9 @@ class HPOCovertypeTask(Task):
     params_model = HPOParams
     experiment_tool = "run_experiment"
     sandbox_entries = (ENTRY,)
+
+    def agent_profile(self) -> AgentProfile:
+        return PROFILE
 
     def scripted_plan(self) -> ScriptedPlan:
         return scripted.plan()

@@ -1,0 +1,51 @@
+"""Completions: what a host offers while the user types a prompt or resource argument.
+
+The `autoresearch` prompt's `task` completes to the registered tasks; the `{run_id}` of the run resource
+templates completes to known runs, most recent first. Other references complete to nothing (never an
+error: hosts ask about every argument they show).
+"""
+
+from collections.abc import Iterable
+from typing import Final
+
+import anyio
+from mcp.server import MCPServer
+from mcp.types import (
+    Completion,
+    CompletionArgument,
+    CompletionContext,
+    PromptReference,
+    ResourceTemplateReference,
+)
+
+from autoresearch_mcp.server.program import PROMPT_NAME
+from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.resources import RUN_TEMPLATES
+from autoresearch_mcp.server.tasks.registry import task_names
+
+MAX_VALUES: Final = 100  # the protocol's limit on completion values
+
+
+def completion(values: Iterable[str], prefix: str) -> Completion:
+    """The values starting with `prefix`, in the given order, at most MAX_VALUES of them."""
+    matching = [value for value in values if value.startswith(prefix)]
+    return Completion(values=matching[:MAX_VALUES], total=len(matching), has_more=len(matching) > MAX_VALUES)
+
+
+def register(mcp: MCPServer, research: Research) -> None:
+    @mcp.completion()
+    async def complete(
+        ref: PromptReference | ResourceTemplateReference,
+        argument: CompletionArgument,
+        context: CompletionContext | None,
+    ) -> Completion | None:
+        if isinstance(ref, PromptReference) and ref.name == PROMPT_NAME and argument.name == "task":
+            return completion(task_names(), argument.value)
+        if (
+            isinstance(ref, ResourceTemplateReference)
+            and ref.uri in RUN_TEMPLATES
+            and argument.name == "run_id"
+        ):
+            run_ids = await anyio.to_thread.run_sync(research.store.run_ids)
+            return completion(run_ids, argument.value)
+        return None

@@ -1,0 +1,83 @@
+"""The floor plan holds: the client speaks only MCP and the contract, and a task plugs in from outside."""
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
+from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.settings import ServerSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_DIR = Path(__file__).resolve().parent / "plugin"
+
+
+def imported_modules(folder: Path) -> dict[str, set[str]]:
+    """Every module each file under `folder` imports, at any depth (lazy imports included)."""
+    found: dict[str, set[str]] = {}
+    for path in folder.rglob("*.py"):
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path}: relative import"
+                names.add(node.module or "")
+        found[str(path.relative_to(ROOT))] = names
+    return found
+
+
+def reaching(folder: Path, forbidden: tuple[str, ...]) -> dict[str, list[str]]:
+    return {
+        path: sorted(n for n in names if n.startswith(forbidden))
+        for path, names in imported_modules(folder).items()
+        if any(n.startswith(forbidden) for n in names)
+    }
+
+
+def test_the_client_imports_nothing_from_the_server_or_the_sandbox():
+    assert reaching(ROOT / "client", ("autoresearch_mcp.server", "autoresearch_mcp.sandbox")) == {}
+
+
+def test_the_contract_imports_neither_side():
+    sides = ("autoresearch_mcp.server", "autoresearch_mcp.sandbox", "autoresearch_mcp.client")
+    assert reaching(ROOT / "autoresearch_mcp" / "contract", sides) == {}
+
+
+def test_the_dashboard_and_the_sandbox_import_nothing_from_the_client():
+    assert reaching(ROOT / "server", ("autoresearch_mcp.client",)) == {}
+    assert reaching(ROOT / "sandbox", ("autoresearch_mcp.client", "autoresearch_mcp.server")) == {}
+
+
+@pytest.fixture
+def plugin_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    import cube_task  # noqa: F401  (registers plugin-cube, and with it its harness entry point)
+
+
+def test_the_sandbox_refuses_an_entry_point_no_registered_task_declares():
+    with pytest.raises(ValueError, match="not declared by a registered task"):
+        run_sandboxed("os:system", {}, Limits())
+
+
+@pytest.mark.asyncio
+async def test_a_plugin_task_outside_the_package_runs_its_own_harness_in_the_sandbox(
+    tmp_path: Path, plugin_task: None
+):
+    assert "cube_harness" not in sys.modules  # only the sandbox child imports the harness
+    research = Research(ServerSettings(db_path=tmp_path / "runs.db"))
+    async with Client(build_server(research)) as client:
+        started = await client.call_tool("start_run", {"task": "plugin-cube", "budget": 2})
+        run_id = started.structured_content["run_id"]
+        result = await client.call_tool("run_experiment", {"params": {"x": 2.0}, "run_id": run_id})
+        assert not result.is_error, result.content
+        experiment = result.structured_content["experiment"]
+        assert experiment["status"] == "ok" and experiment["metric"] == 0.0
+        info = await client.read_resource("autoresearch://tasks/plugin-cube")
+        assert '"kind":"params"' in info.contents[0].text
+    research.close()
+    assert "cube_harness" not in sys.modules
