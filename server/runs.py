@@ -137,7 +137,7 @@ class RunService:
         self, run_id: str | None, tool: str, message: str, kind: RefusalKind = "bad_argument"
     ) -> RefusedError:
         """Log a refusal (no budget spent) and return the error to raise."""
-        self.store.log_event(run_id, "refusal", tool, message)
+        self.store.events.log(run_id, "refusal", tool, message)
         self.events.refused(run_id, tool, kind, message)
         return RefusedError(message, kind=kind)
 
@@ -162,12 +162,12 @@ class RunService:
         except ValidationError as exc:
             raise self.refuse(run_id, tool, _params_error(exc, task), "invalid_params") from None
         canonical = validated.model_dump()
-        artifact = self.store.get_artifact(run_id)
+        artifact = self.store.artifacts.get(run_id)
         try:
             exp = self.store.reserve_experiment(run_id, canonical, artifact.version, note)
         except ResearchError as exc:  # a repeat (logged as a refusal), a finished run, no budget left
             if isinstance(exc, RefusedError):
-                self.store.log_event(run_id, "refusal", tool, str(exc))
+                self.store.events.log(run_id, "refusal", tool, str(exc))
             self.events.refused(run_id, tool, exc.kind, str(exc))
             raise
         self.events.experiment_started(run, exp)
@@ -264,12 +264,12 @@ class RunService:
             raise ResearchError(
                 f"notes are at most {MAX_NOTE_CHARS} characters (got {len(text)}); summarise it"
             )
-        return self.store.add_note(run_id, kind, text)
+        return self.store.notes.add(run_id, kind, text)
 
     # -- the artifact (train.py) -------------------------------------------------------------
     def current_artifact(self, run_id: str) -> ArtifactVersion:
         self.store.get_run(run_id)
-        return self.store.get_artifact(run_id)
+        return self.store.artifacts.get(run_id)
 
     def modify_artifact(
         self,
@@ -296,7 +296,7 @@ class RunService:
             )
         if (source is None) == (edits is None):
             raise self.refuse(run_id, tool, "give exactly one of `source` (the whole file) or `edits`")
-        current = self.store.get_artifact(run_id)
+        current = self.store.artifacts.get(run_id)
         try:
             new_source = source if source is not None else apply_edits(current.source, edits or [])
         except EditError as exc:
@@ -313,9 +313,7 @@ class RunService:
                 "edit rejected, train.py unchanged:\n- " + "\n- ".join(problems),
                 "rejected_edit",
             )
-        return self.store.add_artifact_version(
-            run_id, new_source, description, expected_parent=current.version
-        )
+        return self.store.artifacts.add(run_id, new_source, description, expected_parent=current.version)
 
     def revert_artifact(self, run_id: str, version: int) -> ArtifactVersion:
         with self.run_lock(run_id):
@@ -331,10 +329,10 @@ class RunService:
                 "run_finished",
             )
         try:
-            old = self.store.get_artifact(run_id, version)
+            old = self.store.artifacts.get(run_id, version)
         except ResearchError as exc:
             raise self.refuse(run_id, "revert_train_py", str(exc), exc.kind) from None
-        current = self.store.get_artifact(run_id)
+        current = self.store.artifacts.get(run_id)
         if old.source == current.source:
             raise self.refuse(
                 run_id,
@@ -342,7 +340,7 @@ class RunService:
                 f"train.py v{current.version} already equals v{version}",
                 "rejected_edit",
             )
-        return self.store.add_artifact_version(
+        return self.store.artifacts.add(
             run_id, old.source, f"revert to v{version}", expected_parent=current.version
         )
 

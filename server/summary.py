@@ -65,7 +65,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     )
     lines = [f"Run {run.id} {task.name}: {run.status}, {run.used}/{run.budget} used{target}"]
     best = store.best_experiment(run.id, run.direction)
-    versions = {v.version: v.description for v in store.artifact_versions(run.id)}
+    versions = {v.version: v.description for v in store.artifacts.versions(run.id)}
     if best is None or best.metric is None:
         lines.append(f"Best: none yet ({task.metric}, {goal} is better)")
     else:
@@ -82,11 +82,11 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         lines.append("Last (changes vs best):" if task.params_model.model_fields else "Last:")
         lines.extend(experiment_line(exp, task, best, versions) for exp in recent)
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
-        notes = store.notes(run.id, kind, last=LAST_NOTES)
+        notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
     counts = store.status_counts(run.id)
-    refused = store.event_counts(run.id).get("refusal", 0)
+    refused = store.events.counts(run.id).get("refusal", 0)
     tally = [f"{status} {counts[status]}" for status in STATUS_ORDER if counts.get(status)]
     if refused:
         tally.append(f"refused {refused}")

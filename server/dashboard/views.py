@@ -93,8 +93,8 @@ def _stamp(store: Store, run: Run, transcripts: Path) -> str:
     # Cheap reads only (counts, the last note id, the latest version number, file sizes): it is polled.
     counts = store.status_counts(run.id)
     finished = sum(n for status, n in counts.items() if status != "running")
-    last_note = store.notes(run.id, last=1)
-    latest = store.get_artifact(run.id).version
+    last_note = store.notes.list(run.id, last=1)
+    latest = store.artifacts.get(run.id).version
     size = sum(p.stat().st_size for p in transcript_paths(transcripts, run.id))
     note_id = last_note[0].id if last_note else 0
     return f"{run.status}|{run.used}|{finished}|{note_id}|{latest}|{size}"
@@ -162,7 +162,7 @@ def run_detail(store: Store, run_id: str, transcripts: Path) -> RunDetail:
             created_at=v.created_at,
             lines=len(v.source.splitlines()),
         )
-        for v in store.artifact_versions(run_id)
+        for v in store.artifacts.versions(run_id)
     ]
     return RunDetail(
         run=run,
@@ -170,14 +170,14 @@ def run_detail(store: Store, run_id: str, transcripts: Path) -> RunDetail:
         experiments=experiments,
         curve=best_so_far(experiments, run.direction),
         versions=versions,
-        notes=store.notes(run_id),
+        notes=store.notes.list(run_id),
         tokens=token_use(transcripts, run_id),
     )
 
 
 def version_diff(store: Store, run_id: str, a: int, b: int) -> VersionDiff:
     """train.py version a -> version b as a unified diff, each line classified for rendering."""
-    old, new = store.get_artifact(run_id, a), store.get_artifact(run_id, b)
+    old, new = store.artifacts.get(run_id, a), store.artifacts.get(run_id, b)
     unified = list(
         difflib.unified_diff(
             old.source.splitlines(),

@@ -17,7 +17,6 @@ from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.jobs.executors import Executor, JobFuture, OnStart, make_executor
 from autoresearch_mcp.server.runs import PreparedExperiment, RunService
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.store.jobs import JobStore
 from autoresearch_mcp.server.tasks.base import Outcome
 
 log = logging.getLogger(__name__)
@@ -29,7 +28,7 @@ class JobService:
     def __init__(self, service: RunService, settings: ServerSettings) -> None:
         self.service = service
         self.settings = settings
-        self.jobs = JobStore(service.store)
+        self.jobs = service.store.jobs
         self._executor: Executor | None = None
         self._lock = threading.Lock()
         self._done: dict[str, threading.Event] = {}

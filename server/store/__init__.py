@@ -1,12 +1,14 @@
 """The run store: one SQLite file (WAL), the only copy of every run's history.
 
-Runs and experiments live here; train.py versions, notes and events in the records it inherits.
+Runs and experiments live here; train.py versions, notes, events and jobs in the records it is
+composed of (store.artifacts, store.notes, store.events, store.jobs), all on one Database.
 """
 
 import json
 import os
 import sqlite3
 import uuid
+from pathlib import Path
 from typing import Any, Literal
 
 from autoresearch_mcp.contract.errors import RepeatError, ResearchError
@@ -18,11 +20,36 @@ from autoresearch_mcp.contract.models import (
     RunStatus,
 )
 from autoresearch_mcp.server.store.artifacts import ArtifactRecords
-from autoresearch_mcp.server.store.db import canonical_json, now, orphaned, process_token, sha256, this_host
-from autoresearch_mcp.server.store.notes import NoteRecords
+from autoresearch_mcp.server.store.db import (
+    Database,
+    canonical_json,
+    now,
+    orphaned,
+    process_token,
+    sha256,
+    this_host,
+)
+from autoresearch_mcp.server.store.jobs import JobRecords
+from autoresearch_mcp.server.store.notes import EventRecords, NoteRecords
 
 
-class Store(ArtifactRecords, NoteRecords):
+class Store:
+    """Runs and experiments here; train.py versions, notes, events and jobs in the records it holds."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.db = Database(path)
+        self.artifacts = ArtifactRecords(self.db)
+        self.notes = NoteRecords(self.db)
+        self.events = EventRecords(self.db)
+        self.jobs = JobRecords(self.db)
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    def close(self) -> None:
+        self.db.close()
+
     # -- runs --------------------------------------------------------------------------------
     def create_run(
         self,
@@ -37,17 +64,17 @@ class Store(ArtifactRecords, NoteRecords):
     ) -> Run:
         run_id = "r-" + uuid.uuid4().hex[:10]
         stamp = now()
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO runs (id, name, task, status, budget, target, seed, config_json, created_at,"
                 " updated_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                 (run_id, name, task, budget, target, seed, canonical_json(config), stamp, stamp),
             )
-            self._insert_artifact(conn, run_id, 1, initial_source, "original", None)
+            self.artifacts.insert(conn, run_id, 1, initial_source, "original", None)
         return self.get_run(run_id)
 
     def get_run(self, run_id: str) -> Run:
-        row = self._conn().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.reader().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise ResearchError(
                 f"unknown run {run_id!r}. Call list_runs to see the runs, or start_run to begin one."
@@ -58,18 +85,18 @@ class Store(ArtifactRecords, NoteRecords):
         sql, args = "SELECT * FROM runs", ()
         if status is not None:
             sql, args = sql + " WHERE status = ?", (status,)
-        rows = self._conn().execute(sql + " ORDER BY created_at DESC, rowid DESC", args).fetchall()
+        rows = self.db.reader().execute(sql + " ORDER BY created_at DESC, rowid DESC", args).fetchall()
         return [self._run_from_row(row) for row in rows]
 
     def run_ids(self) -> list[str]:
         """Every run id, newest first."""
-        rows = self._conn().execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC").fetchall()
+        rows = self.db.reader().execute("SELECT id FROM runs ORDER BY created_at DESC, rowid DESC").fetchall()
         return [row["id"] for row in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> Run:
         stamp = now()
         finished = None if status == "running" else stamp
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, finish_reason = ? WHERE id = ?",
                 (status, stamp, finished, reason, run_id),
@@ -78,7 +105,7 @@ class Store(ArtifactRecords, NoteRecords):
 
     def update_run_options(self, run_id: str, values: dict[str, Any]) -> None:
         """Merge values into the run's task options (e.g. a baseline measured once per run)."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             row = conn.execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
             config = json.loads(row["config_json"])
             config.setdefault("options", {}).update(values)
@@ -89,7 +116,7 @@ class Store(ArtifactRecords, NoteRecords):
 
     def _run_from_row(self, row: sqlite3.Row) -> Run:
         config = json.loads(row["config_json"])
-        conn = self._conn()
+        conn = self.db.reader()
         used = conn.execute("SELECT COUNT(*) FROM experiments WHERE run_id = ?", (row["id"],)).fetchone()[0]
         best = self.best_experiment(row["id"], config.get("direction", "max"))
         return Run(
@@ -122,7 +149,7 @@ class Store(ArtifactRecords, NoteRecords):
         self, run_id: str, params: dict[str, Any], artifact_version: int, note: str | None
     ) -> Experiment:
         """Record an experiment as running before it runs. Checks status and budget atomically."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             run = conn.execute("SELECT status, budget FROM runs WHERE id = ?", (run_id,)).fetchone()
             if run is None:
                 raise ResearchError(f"unknown run {run_id!r}", kind="unknown_run")
@@ -186,7 +213,7 @@ class Store(ArtifactRecords, NoteRecords):
         duration_s: float,
     ) -> Experiment:
         """Store the outcome; mark it kept when it beats every earlier finished experiment."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             row = conn.execute(
                 "SELECT e.run_id, r.config_json FROM experiments e JOIN runs r ON r.id = e.run_id"
                 " WHERE e.id = ?",
@@ -210,7 +237,7 @@ class Store(ArtifactRecords, NoteRecords):
         return self.get_experiment(exp_id)
 
     def get_experiment(self, exp_id: int) -> Experiment:
-        row = self._conn().execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
+        row = self.db.reader().execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
         if row is None:
             raise ResearchError(f"unknown experiment {exp_id}", kind="bad_argument")
         return _experiment_from_row(row)
@@ -218,7 +245,7 @@ class Store(ArtifactRecords, NoteRecords):
     def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:
         order = "DESC" if direction == "max" else "ASC"
         row = (
-            self._conn()
+            self.db.reader()
             .execute(
                 "SELECT * FROM experiments WHERE run_id = ? AND status = 'ok' AND metric IS NOT NULL"
                 f" ORDER BY metric {order}, iteration ASC LIMIT 1",
@@ -243,7 +270,7 @@ class Store(ArtifactRecords, NoteRecords):
         if status is not None:
             where += " AND status = ?"
             args.append(status)
-        conn = self._conn()
+        conn = self.db.reader()
         total = conn.execute(f"SELECT COUNT(*) FROM experiments WHERE {where}", args).fetchone()[0]
         if order == "metric":
             metric_order = "DESC" if direction == "max" else "ASC"
@@ -261,14 +288,14 @@ class Store(ArtifactRecords, NoteRecords):
         return page, total
 
     def status_counts(self, run_id: str) -> dict[str, int]:
-        rows = self._conn().execute(
+        rows = self.db.reader().execute(
             "SELECT status, COUNT(*) AS n FROM experiments WHERE run_id = ? GROUP BY status", (run_id,)
         )
         return {row["status"]: row["n"] for row in rows}
 
     def consecutive_failures(self, run_id: str) -> int:
         """Experiments that failed and refusals, counted back from the latest until a success."""
-        conn = self._conn()
+        conn = self.db.reader()
         last_ok = conn.execute(
             "SELECT MAX(started_at) FROM experiments WHERE run_id = ? AND status = 'ok'", (run_id,)
         ).fetchone()[0]
@@ -287,7 +314,7 @@ class Store(ArtifactRecords, NoteRecords):
     def mark_orphans_interrupted(self) -> int:
         """Experiments left 'running' by a server process that no longer exists become 'interrupted'."""
         rows = (
-            self._conn()
+            self.db.reader()
             .execute(
                 "SELECT id, owner_pid, owner_host, owner_token FROM experiments WHERE status = 'running'"
             )
@@ -295,7 +322,7 @@ class Store(ArtifactRecords, NoteRecords):
         )
         dead = [r["id"] for r in orphaned(rows)]
         stamp = now()
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             for exp_id in dead:
                 conn.execute(
                     "UPDATE experiments SET status = 'interrupted', finished_at = ?, error_tail = ?"

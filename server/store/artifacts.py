@@ -7,8 +7,11 @@ from autoresearch_mcp.contract.models import ArtifactVersion
 from autoresearch_mcp.server.store.db import Database, now, sha256
 
 
-class ArtifactRecords(Database):
-    def _insert_artifact(
+class ArtifactRecords:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def insert(
         self,
         conn: sqlite3.Connection,
         run_id: str,
@@ -23,11 +26,11 @@ class ArtifactRecords(Database):
             (run_id, version, source, sha256(source), description, parent, now()),
         )
 
-    def add_artifact_version(
+    def add(
         self, run_id: str, source: str, description: str, expected_parent: int | None = None
     ) -> ArtifactVersion:
         """Append a version. With expected_parent, refuse if someone else changed the artifact first."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             latest = conn.execute(
                 "SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,)
             ).fetchone()[0]
@@ -38,11 +41,11 @@ class ArtifactRecords(Database):
                     f"train.py changed while you edited it (now version {latest}, you edited "
                     f"version {expected_parent}). Read it again with get_current_train_py and redo the edit."
                 )
-            self._insert_artifact(conn, run_id, latest + 1, source, description, latest)
-        return self.get_artifact(run_id, latest + 1)
+            self.insert(conn, run_id, latest + 1, source, description, latest)
+        return self.get(run_id, latest + 1)
 
-    def get_artifact(self, run_id: str, version: int | None = None) -> ArtifactVersion:
-        conn = self._conn()
+    def get(self, run_id: str, version: int | None = None) -> ArtifactVersion:
+        conn = self.db.reader()
         if version is None:
             row = conn.execute(
                 "SELECT * FROM artifacts WHERE run_id = ? ORDER BY version DESC LIMIT 1", (run_id,)
@@ -60,9 +63,9 @@ class ArtifactRecords(Database):
             )
         return ArtifactVersion(**dict(row))
 
-    def artifact_versions(self, run_id: str) -> list[ArtifactVersion]:
+    def versions(self, run_id: str) -> list[ArtifactVersion]:
         rows = (
-            self._conn()
+            self.db.reader()
             .execute("SELECT * FROM artifacts WHERE run_id = ? ORDER BY version", (run_id,))
             .fetchall()
         )

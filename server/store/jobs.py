@@ -6,19 +6,18 @@ import uuid
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Job, JobStatus
-from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.store.db import now, orphaned, process_token, this_host
+from autoresearch_mcp.server.store.db import Database, now, orphaned, process_token, this_host
 
 SELECT_JOB = "SELECT j.*, e.iteration AS iteration FROM jobs j JOIN experiments e ON e.id = j.experiment_id"
 
 
-class JobStore:
-    def __init__(self, store: Store) -> None:
-        self.store = store
+class JobRecords:
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def create(self, run_id: str, experiment_id: int, executor: str) -> Job:
         job_id = "j-" + uuid.uuid4().hex[:10]
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO jobs (id, run_id, experiment_id, status, executor, submitted_at, owner_pid,"
                 " owner_host, owner_token) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
@@ -27,7 +26,7 @@ class JobStore:
         return self.get(job_id)
 
     def get(self, job_id: str) -> Job:
-        row = self.store.reader().execute(f"{SELECT_JOB} WHERE j.id = ?", (job_id,)).fetchone()
+        row = self.db.reader().execute(f"{SELECT_JOB} WHERE j.id = ?", (job_id,)).fetchone()
         if row is None:
             raise ResearchError(
                 f"unknown job {job_id!r}; submit_training_job returns the job id", kind="unknown_job"
@@ -38,7 +37,7 @@ class JobStore:
         """The job reached a worker. Its experiment's start becomes now: it may have queued a while.
         False when it was no longer queued (nothing changed)."""
         stamp = now()
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             cur = conn.execute(
                 "UPDATE jobs SET status = 'running', worker = ?, worker_pid = ?, started_at = ?"
                 " WHERE id = ? AND status = 'queued'",
@@ -54,7 +53,7 @@ class JobStore:
 
     def finish(self, job_id: str, status: JobStatus, error: str | None = None) -> bool:
         """End a queued or running job; False when it had already ended (nothing changed)."""
-        with self.store.transaction() as conn:
+        with self.db.transaction() as conn:
             cur = conn.execute(
                 "UPDATE jobs SET status = ?, error = ?, finished_at = ?,"
                 " started_at = COALESCE(started_at, ?) WHERE id = ? AND status IN ('queued', 'running')",
@@ -68,7 +67,7 @@ class JobStore:
         Run after Store.mark_orphans_interrupted: their experiments are then 'interrupted' already,
         unless the outcome was stored just before the server died (then the job is done)."""
         rows = (
-            self.store.reader()
+            self.db.reader()
             .execute(
                 "SELECT j.id, j.status, j.owner_pid, j.owner_host, j.owner_token, e.status AS exp_status"
                 " FROM jobs j"

@@ -103,15 +103,15 @@ def build_run(store: Store, transcripts: Path, experiments: int = 20, seed: int 
         config={"metric": "macro_f1", "direction": "max", "options": {}},
         initial_source=TRAIN_V1,
     )
-    store.add_note(run.id, "strategy", "Start from the defaults, then search depth and learning rate.")
+    store.notes.add(run.id, "strategy", "Start from the defaults, then search depth and learning rate.")
     version = 1
     for i in range(1, experiments + 1):
         if i == 8:
-            version = store.add_artifact_version(run.id, TRAIN_V2, "more histogram bins").version
-            store.add_note(run.id, "failed", "Depth above 11 crashes with out-of-memory: keep it lower.")
+            version = store.artifacts.add(run.id, TRAIN_V2, "more histogram bins").version
+            store.notes.add(run.id, "failed", "Depth above 11 crashes with out-of-memory: keep it lower.")
         if i == 15:
-            version = store.add_artifact_version(run.id, TRAIN_V3, "balance the classes").version
-            store.add_note(run.id, "strategy", "Class weights help the rare classes: keep them.")
+            version = store.artifacts.add(run.id, TRAIN_V3, "balance the classes").version
+            store.notes.add(run.id, "strategy", "Class weights help the rare classes: keep them.")
         record(store, run.id, i, rng, version)
     write_transcript(transcripts / f"{run.id}-stateful.jsonl", run.id, experiments)
     return run.id

@@ -168,7 +168,7 @@ async def test_jobs_a_dead_server_left_queued_or_running_are_failed_on_restart(s
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
     dead_pid = int(dead.stdout)
-    conn = store.reader()
+    conn = store.db.reader()
     for x, status in ((1.0, "queued"), (2.0, "running")):
         exp = store.reserve_experiment(run.id, {"x": x}, 1, None)
         conn.execute("UPDATE experiments SET owner_pid = ? WHERE id = ?", (dead_pid, exp.id))

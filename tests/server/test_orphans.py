@@ -21,7 +21,7 @@ def _store_with_running(tmp_path: Path, n: int) -> tuple[Store, list[int]]:
 
 
 def _owner(store: Store, exp_id: int, *, pid: int, host: str, token: str | None) -> None:
-    store.reader().execute(
+    store.db.reader().execute(
         "UPDATE experiments SET owner_pid = ?, owner_host = ?, owner_token = ? WHERE id = ?",
         (pid, host, token, exp_id),
     )
@@ -37,7 +37,7 @@ def test_a_restarted_server_with_its_predecessors_pid_still_finds_the_predecesso
     assert interrupted.status == "interrupted"
     assert interrupted.error_tail == "the server stopped while this experiment ran"
     assert store.get_experiment(mine).status == "running"
-    row = store.reader().execute("SELECT owner_token FROM experiments WHERE id = ?", (mine,)).fetchone()
+    row = store.db.reader().execute("SELECT owner_token FROM experiments WHERE id = ?", (mine,)).fetchone()
     assert row[0] == process_token()
 
 
@@ -59,12 +59,11 @@ def test_a_dead_pid_is_an_orphan_while_live_servers_and_other_hosts_are_left_alo
 
 
 def test_a_job_left_by_an_earlier_server_with_the_same_pid_fails_and_names_why(tmp_path: Path):
-    from autoresearch_mcp.server.store.jobs import JobStore
 
     store, (exp_id,) = _store_with_running(tmp_path, 1)
-    jobs = JobStore(store)
+    jobs = store.jobs
     job = jobs.create(store.get_experiment(exp_id).run_id, exp_id, "local")
-    store.reader().execute("UPDATE jobs SET owner_token = 'an-earlier-server' WHERE id = ?", (job.id,))
+    store.db.reader().execute("UPDATE jobs SET owner_token = 'an-earlier-server' WHERE id = ?", (job.id,))
     _owner(store, exp_id, pid=os.getpid(), host=this_host(), token="an-earlier-server")
 
     assert store.mark_orphans_interrupted() == 1 and jobs.fail_orphans() == 1

@@ -29,9 +29,9 @@ def test_concurrent_edits_of_one_run_all_apply_one_after_another(settings: Serve
 
     edits = sessions * rounds
     assert sorted(versions) == list(range(2, edits + 2))
-    chain = store.artifact_versions(run.id)
+    chain = store.artifacts.versions(run.id)
     assert [(v.version, v.parent_version) for v in chain] == [(1, None)] + [
         (n, n - 1) for n in range(2, edits + 2)
     ]
     assert all(f"# edit {i}\n" in chain[-1].source for i in range(edits))
-    assert store.event_counts(run.id) == {}  # no refusals
+    assert store.events.counts(run.id) == {}  # no refusals

@@ -44,10 +44,10 @@ def record_hpo_experiments(service: RunService, run_id: str, count: int, seed: i
             duration_s=rng.uniform(1, 30),
         )
         if i % 3 == 0:
-            store.add_note(
+            store.notes.add(
                 run_id, "strategy", f"phase {i % 7}: narrow the learning rate around the best region"
             )
-            store.add_note(run_id, "failed", f"depth above {10 + i % 5} overfits and is slow")
+            store.notes.add(run_id, "failed", f"depth above {10 + i % 5} overfits and is slow")
 
 
 def summary_tokens(settings, count: int) -> tuple[int, str]:
