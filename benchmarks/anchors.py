@@ -29,7 +29,6 @@ from autoresearch_mcp.client.llm.scripted import ParamSpace
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
 
 LOG_SCALE = {"learning_rate"}
 
@@ -53,7 +52,8 @@ def run_study(service: RunService, method: str, seed: int, trials: int) -> dict[
     run, _ = service.start_run(
         "hpo-covertype", budget=trials, target=None, seed=seed, name=f"anchor {method} {seed}"
     )
-    space = ParamSpace(HPOParams)
+    info = service.task("hpo-covertype").info()
+    space = ParamSpace(info.params_schema, info.scripted)
     curve: list[float] = []
     started = time.monotonic()
     for _ in range(trials):

@@ -1,6 +1,6 @@
 """`autoresearch-mcp compare`: stateless and stateful side by side, same server build, same seeds.
 
-Writes DIR/results.json (the schema in DESIGN.md), DIR/table.md and DIR/figure.png. Every figure is
+Writes DIR/results.json (its fields: docs/benchmarks.md), DIR/table.md and DIR/figure.png. Every figure is
 computed from the runs' transcripts (tokens, calls) and what the server returns through its tools
 (metrics, timestamps), so it works the same against --server-url as against a spawned server.
 """

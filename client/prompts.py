@@ -1,5 +1,7 @@
 """Prompt text: the stateful agent's per-turn message and hints (its system prompt comes with the task
-from the server), and the stateless baseline's single message in the paper's format."""
+from the server), and the stateless baseline's single message in the paper's format (the instructions,
+then one line per earlier HPO experiment or every earlier version of the code in full, then the request
+for the next proposal)."""
 
 import json
 from typing import Any

@@ -1,10 +1,10 @@
 """The MCP surface, declared over an open `Research`: tools grouped by subject, resources, the prompt.
 
 Each tool lives in the module named after its subject (server/tools/): runs.py, experiments.py,
-train_py.py, jobs.py, query.py. Names and arguments follow the contract in DESIGN.md; the run logic
-they call (server/runs.py, server/jobs/) knows nothing of MCP. What a host sees besides (logs, resource
-updates, list changes) comes from the notifier (notify.py), which watches the research's events;
-completions are in completions.py.
+train_py.py, jobs.py, query.py. Names and arguments are a contract that examples and outside clients
+rely on (docs/tools.md documents it); the run logic they call (server/runs.py, server/jobs/) knows
+nothing of MCP. What a host sees besides (logs, resource updates, list changes) comes from the notifier
+(notify.py), which watches the research's events; completions are in completions.py.
 """
 
 from mcp.server import MCPServer

@@ -1,4 +1,4 @@
-"""The research instructions (the paper's program.md), served as the `autoresearch` prompt."""
+"""The research instructions (goal, tools, rules, when to stop), served as the `autoresearch` prompt."""
 
 from mcp.server import MCPServer
 

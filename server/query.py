@@ -25,7 +25,8 @@ MAX_CELL_CHARS = 20_000
 MAX_RESULT_CHARS = 500_000
 MAX_VALUE_BYTES = 5_000_000  # SQLITE_LIMIT_LENGTH: no string or blob bigger than this, even in flight
 
-# The views, their columns, and what they mean: the tool description and the README come from this.
+# The views, their columns, and what they mean: the tool description comes from this, and
+# tests/test_docs.py checks docs/query-results.md against it.
 VIEWS: dict[str, str] = {
     "v_runs": "run_id, name, task, status, budget, used, target, seed, metric_name, direction "
     "('max'|'min'), best_metric, config (JSON), created_at, updated_at, finished_at, finish_reason",

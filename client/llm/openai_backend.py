@@ -1,5 +1,4 @@
-"""Any OpenAI-compatible chat endpoint (vLLM, llama.cpp, Ollama, ../shared/tools/local-llm) via the real
-`openai` SDK."""
+"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp, Ollama) via the real `openai` SDK."""
 
 import json
 import os

@@ -1,7 +1,9 @@
 """Opt-in: the agents against a real model behind an OpenAI-compatible endpoint.
 
-../shared/tools/local-llm start 8088          # Qwen2.5-Coder-1.5B on llama.cpp, once installed
-python -m pytest -m llm                       # AUTORESEARCH_TEST_LLM_URL overrides the endpoint
+Start an OpenAI-compatible server with a tool-calling model on 127.0.0.1:8088 (the benchmarks used
+Qwen2.5-Coder-1.5B-Instruct on llama.cpp; docs/benchmarks.md), then:
+
+    python -m pytest -m llm        # AUTORESEARCH_TEST_LLM_URL overrides the endpoint
 """
 
 import os
@@ -33,7 +35,9 @@ async def test_a_real_model_proposes_configurations_the_server_runs(
     tmp_path: Path, covtype_csv: Path, mode: str
 ):
     if not endpoint_up():
-        pytest.skip(f"no model at {URL}: start one with ../shared/tools/local-llm start 8088")
+        pytest.skip(
+            f"no model at {URL}: start an OpenAI-compatible server there, or set AUTORESEARCH_TEST_LLM_URL"
+        )
     args = build_parser().parse_args(
         ["run", "--task", "hpo-covertype", "--llm", "openai", "--base-url", URL, "--tool-choice", "run_experiment",
          "--iterations", "2", "--max-tokens", "300", "--llm-timeout", "600", "--quiet",

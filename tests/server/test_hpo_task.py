@@ -49,7 +49,7 @@ def test_the_split_is_the_papers_stratified_80_20_of_the_csv(covtype_20k_csv):
     split = prepare_split(str(covtype_20k_csv))
     assert (split.n_train, split.n_test) == (16_000, 4_000)
     counts = np.bincount(split.y_test, minlength=7)
-    per_class = np.array([7292, 9752, 1231, 94, 327, 598, 706])  # the CSV's class counts (PROVENANCE.md)
+    per_class = np.array([7292, 9752, 1231, 94, 327, 598, 706])  # covtype_20k.csv.gz's class counts
     assert np.abs(counts - per_class * 0.2).max() <= 1  # stratified: 20% of every class
     with np.load(split.features_path) as arrays:
         assert sorted(arrays.files) == ["X_test", "X_train", "y_train"]  # no test labels for train.py

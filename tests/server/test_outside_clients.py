@@ -19,10 +19,10 @@ async def test_the_claude_desktop_config_starts_a_server_from_another_directory(
     config = json.loads((ROOT / "examples" / "claude_desktop_config.json").read_text())
     entry = config["mcpServers"]["autoresearch"]
     # The placeholders a user replaces: the venv's console script, the database, the CSV.
-    script = shutil.which("autoresearch-mcp", path=str(Path(sys.executable).parent))
+    script = shutil.which("autoresearch-mcp-server", path=str(Path(sys.executable).parent))
     assert script is not None, "the console script is installed next to the interpreter"
     replace = {
-        "/ABSOLUTE/PATH/TO/.venv/bin/autoresearch-mcp": script,
+        "/ABSOLUTE/PATH/TO/.venv/bin/autoresearch-mcp-server": script,
         "/ABSOLUTE/PATH/TO/autoresearch-runs.db": str(tmp_path / "desktop.db"),
         "/ABSOLUTE/PATH/TO/covtype_20k.csv.gz": str(covtype_csv),
     }
