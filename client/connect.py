@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.env import ENV_PREFIX
-from autoresearch_mcp.contract.errors import Refusal, ResearchError
+from autoresearch_mcp.contract.errors import REFUSAL_META, Refusal, ResearchError
 from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList, TaskInfo
 
 M = TypeVar("M", bound=BaseModel)
@@ -68,7 +68,7 @@ class ResearchClient:
         text = "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
         if not result.is_error:
             return ToolOutcome(ok=True, text=text, data=result.structured_content)
-        structured = (result.structured_content or {}).get("refusal")
+        structured = (result.meta or {}).get(REFUSAL_META)
         if structured is not None:  # a refusal of the run logic: the message is the text
             refusal = Refusal.model_validate(structured)
         else:  # the SDK refused the arguments before the tool ran

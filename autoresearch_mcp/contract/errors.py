@@ -1,13 +1,17 @@
 """The one user-facing error, and the kinds of refusal it carries on the wire.
 
 The server raises `ResearchError(message, kind=...)`; the MCP glue turns it into an error tool result
-whose text is the message (for the model) and whose structured content is a `Refusal` (for programs:
-an agent tells an exact repeat from an invalid edit by its kind, never by matching text).
+whose text is the message (for the model) and whose `_meta` carries a `Refusal` under REFUSAL_META (for
+programs: an agent tells an exact repeat from an invalid edit by its kind, never by matching text). It
+travels in `_meta`, not in the structured content, because hosts such as the MCP Inspector check the
+structured content of every result, errors included, against the tool's output schema.
 """
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+REFUSAL_META = "autoresearch/refusal"
 
 RefusalKind = Literal[
     "invalid_params",  # params outside the task's schema (the message lists the ranges)

@@ -77,7 +77,8 @@ class Store:
         row = self.db.reader().execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise ResearchError(
-                f"unknown run {run_id!r}. Call list_runs to see the runs, or start_run to begin one."
+                f"unknown run {run_id!r}. Call list_runs to see the runs, or start_run to begin one.",
+                kind="unknown_run",
             )
         return self._run_from_row(row)
 

@@ -11,7 +11,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.errors import REFUSAL_META, ResearchError
 from autoresearch_mcp.server.research import Research
 
 P = ParamSpec("P")
@@ -42,7 +42,7 @@ def refusal_result(exc: ResearchError) -> CallToolResult:
     refusal = exc.refusal()
     return CallToolResult(
         content=[TextContent(type="text", text=refusal.message)],
-        structured_content={"refusal": refusal.model_dump(mode="json")},
+        _meta={REFUSAL_META: refusal.model_dump(mode="json")},
         is_error=True,
     )
 

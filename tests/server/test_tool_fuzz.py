@@ -9,7 +9,7 @@ edits). Most cases hit validation or the toy task; budgets are small so few reac
 running run uses XGBoost.
 
 What counts as a crash: a refusal of ours is an `is_error` result whose text is the message and whose
-structured content is the refusal with its kind; the SDK turns its own argument errors into `is_error`
+`_meta` carries the refusal with its kind; the SDK turns its own argument errors into `is_error`
 with "Error executing tool NAME: <message>", and any other exception into `is_error` with the bare
 "Error executing tool NAME" (and logs it at ERROR). So an error result must carry a message, and the SDK's server logger must stay free
 of ERROR records. No exception may come out of call_tool either: the one the SDK raises for protocol
@@ -37,6 +37,7 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult
 from record_checks import assert_earlier_records_intact, assert_store_consistent, snapshot
 
+from autoresearch_mcp.contract.errors import REFUSAL_META
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.query import VIEWS
 from autoresearch_mcp.server.research import Research
@@ -330,7 +331,7 @@ class Harness:
         result = self.call(tool, args)
         if result.is_error:
             text = result.content[0].text
-            refused = (result.structured_content or {}).get("refusal")
+            refused = (result.meta or {}).get(REFUSAL_META)
             said_why = text.startswith(f"Error executing tool {tool}: ") or (
                 refused is not None and refused["message"] == text and text
             )

@@ -233,3 +233,43 @@ async def test_an_empty_run_id_is_refused_rather_than_taken_as_the_default(setti
         await call(client, "start_run", {"task": "toy-quadratic"})
         text = await refused(client, "get_run_summary", {"run_id": ""})
         assert "run_id" in text and "at least 1 character" in text
+
+
+async def refusal_of(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert result.is_error and result.structured_content is None  # nothing a schema check could reject
+    refusal = result.meta["autoresearch/refusal"]
+    assert refusal["message"] == result.content[0].text
+    return refusal
+
+
+async def test_refusals_carry_their_kind_for_programs_and_their_message_for_the_model(
+    settings: ServerSettings,
+):
+    async with connected(settings) as client:
+        assert (await refusal_of(client, "get_run_summary", {"run_id": "r-nope"}))["kind"] == "unknown_run"
+        assert (await refusal_of(client, "get_run_summary", {}))["kind"] == "no_running_run"
+        first = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 3}))["run_id"]
+        await call(client, "run_experiment", {"params": {"x": 1.0}, "run_id": first})
+        repeat = await refusal_of(client, "run_experiment", {"params": {"x": 1.0}, "run_id": first})
+        assert repeat["kind"] == "exact_repeat" and repeat["detail"] == {"iteration": 1}
+        invalid = await refusal_of(client, "run_experiment", {"params": {"x": 99.0}, "run_id": first})
+        assert invalid["kind"] == "invalid_params"
+        wrong = await refusal_of(client, "run_benchmark", {"run_id": first})
+        assert wrong["kind"] == "wrong_tool"
+        edit = {"description": "d", "edits": [{"search": "not in the file", "replace": "x"}], "run_id": first}
+        assert (await refusal_of(client, "modify_train_py", edit))["kind"] == "rejected_edit"
+
+
+async def test_with_several_runs_running_a_call_without_run_id_is_refused_with_the_list(tmp_path: Path):
+    settings = ServerSettings(db_path=tmp_path / "runs.db")
+    async with connected(settings) as starter:
+        a = (await call(starter, "start_run", {"task": "toy-quadratic", "name": "first"}))["run_id"]
+        b = (await call(starter, "start_run", {"task": "toy-quadratic", "name": "second"}))["run_id"]
+    # A client without a session of its own must not land in either run by a guess.
+    research = Research(settings)
+    async with Client(build_server(research)) as other:
+        refusal = await refusal_of(other, "run_experiment", {"params": {"x": 1.0}})
+        assert refusal["kind"] == "ambiguous_run" and set(refusal["detail"]["running"]) == {a, b}
+        assert a in refusal["message"] and b in refusal["message"] and "pass run_id" in refusal["message"]
+    research.close()
