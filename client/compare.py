@@ -224,7 +224,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
     llm = results[0]
     return {
         "task": args.task,
-        "llm": args.llm if not llm.scripted else "scripted (deterministic test double, no language model)",
+        "llm": args.llm if not llm.scripted else f"{args.llm} (deterministic test double, no language model)",
         "model": args.model,
         "window": "auto (messages since the last experiment)"
         if args.window is None

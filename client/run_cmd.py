@@ -67,7 +67,13 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `run` and `compare`."""
     add_location_arguments(parser)
     parser.add_argument("--task", default="hpo-covertype", help="hpo-covertype or codeopt-records")
-    parser.add_argument("--llm", choices=["anthropic", "openai", "scripted"], default="anthropic")
+    parser.add_argument(
+        "--llm",
+        choices=["anthropic", "openai", "scripted", "scripted-sloppy"],
+        default="anthropic",
+        help="anthropic (default, the paid API), openai (any OpenAI-compatible endpoint), scripted (a "
+        "deterministic test double, no model), scripted-sloppy (the double with a small model's habits)",
+    )
     parser.add_argument("--model", help="model name (anthropic default: claude-haiku-4-5)")
     parser.add_argument("--max-tokens", type=int, default=1024, help="max output tokens per LLM call")
     parser.add_argument("--base-url", help="LLM endpoint (openai: required unless OPENAI_BASE_URL is set)")
@@ -157,7 +163,7 @@ async def run_session(
     """Start a run on the server and drive it with one agent until CHECK stops it."""
     # A real backend is set up before anything connects, so a bad setting leaves no run (and no
     # database) behind; the scripted double needs the task as the server describes it first.
-    scripted = args.llm == "scripted"
+    scripted = args.llm.startswith("scripted")
     llm: LLM | None = None if scripted else build_llm(args, seed)
     try:
         async with connect(
@@ -174,7 +180,7 @@ async def run_session(
                     "budget": args.iterations,
                     "target": args.target,
                     "seed": seed,
-                    "name": name or f"{mode} {'scripted' if scripted else (args.model or args.llm)}",
+                    "name": name or f"{mode} {args.llm if scripted else (args.model or args.llm)}",
                 },
                 StartedRun,
             )

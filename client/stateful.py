@@ -169,10 +169,13 @@ class StatefulAgent(Agent):
     async def _run_tools(self, assistant: Message, calls: list[ToolCall], names: set[str]) -> Turn:
         results: list[ToolResult] = []
         turn = Turn(assistant=assistant, user=Message(role="user"))
-        ended = False
+        ended = edit_refused = failed = False
         for call in calls:
             if ended:
                 text, is_error = "not run: the run has ended", True
+            elif edit_refused and call.name in EXPERIMENT_TOOLS:
+                # Benchmarking the unchanged file would cost a unit of budget (or be refused as a repeat).
+                text, is_error = "not run: the edit before it in this reply was refused", True
             elif call.parse_error is not None:
                 text, is_error = f"invalid arguments: {call.parse_error}", True
             elif call.name not in names:
@@ -186,14 +189,16 @@ class StatefulAgent(Agent):
                     text += " " + hint
                     self.repeats += 1
                 self._account(call, outcome, turn)
+                edit_refused = edit_refused or (call.name == "modify_train_py" and not outcome.ok)
                 ended = (
                     outcome.ok
                     and call.name in EXPERIMENT_TOOLS
                     and (outcome.as_model(ExperimentResult).run_status != "running")
                 )
-            if is_error:
-                self.failures += 1
+            failed = failed or is_error
             results.append(ToolResult(tool_call_id=call.id, content=text, is_error=is_error))
+        if failed and not turn.recorded_experiment:
+            self.failures += 1  # one reply, one attempt: its refused calls count as one failure
         turn.user = Message(role="user", tool_results=results)
         return turn
 

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-LLMKind = Literal["anthropic", "openai", "scripted"]
+LLMKind = Literal["anthropic", "openai", "scripted", "scripted-sloppy"]
 
 
 class ToolSpec(BaseModel):
@@ -229,10 +229,12 @@ def make_llm(
             tool_choice=tool_choice,
             temperature=temperature,
         )
-    if kind == "scripted":
+    if kind in ("scripted", "scripted-sloppy"):
         from autoresearch_mcp.client.llm.scripted import ScriptedLLM
+        from autoresearch_mcp.client.llm.sloppy import SloppyLLM
 
         if task is None:
             raise LLMError("the scripted backend needs the task as the server describes it")
-        return ScriptedLLM(task=task, original=original, seed=seed)
-    raise LLMError(f"unknown LLM backend {kind!r}: use anthropic, openai or scripted")
+        scripted = ScriptedLLM(task=task, original=original, seed=seed)
+        return SloppyLLM(scripted) if kind == "scripted-sloppy" else scripted
+    raise LLMError(f"unknown LLM backend {kind!r}: use anthropic, openai, scripted or scripted-sloppy")

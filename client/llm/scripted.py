@@ -94,7 +94,7 @@ class ParamSpace:
         return base, chosen
 
 
-def _request_text(request: LLMRequest) -> str:
+def request_text(request: LLMRequest) -> str:
     parts: list[str] = []
     for m in request.messages:
         parts.append(m.text)
@@ -188,6 +188,13 @@ class _CodePolicy:
         return self.step
 
 
+def _last_edit_refused(request: LLMRequest) -> bool:
+    """Whether the latest modify_train_py the request shows (whoever's call it was) came back an error."""
+    edits = {c.id for m in request.messages for c in m.tool_calls if c.name == "modify_train_py"}
+    results = [r for m in request.messages for r in m.tool_results if r.tool_call_id in edits]
+    return bool(results) and results[-1].is_error
+
+
 class ScriptedLLM:
     name = "scripted"
     scripted = True
@@ -209,7 +216,6 @@ class ScriptedLLM:
         self._hpo = _ParamsPolicy(task, self.rng) if task.kind == "params" else None
         self._code = _CodePolicy(task, original) if task.kind == "code" else None
         self._calls = 0
-        self._last_modify_id: str | None = None
 
     def _id(self) -> str:
         self._calls += 1
@@ -230,7 +236,7 @@ class ScriptedLLM:
         assert self._hpo is not None
         if stateful and "run_experiment" not in tools:
             raise LLMError("scripted backend: the request offers no run_experiment tool")
-        proposal = self._hpo.propose(_request_text(request))
+        proposal = self._hpo.propose(request_text(request))
         if proposal is None:
             return self._reply("DONE: no untried configuration left near the best.")
         params, why = proposal
@@ -245,11 +251,7 @@ class ScriptedLLM:
         if stateful and not {"modify_train_py", "run_benchmark"} <= tools:
             raise LLMError("scripted backend: the request offers no modify_train_py + run_benchmark tools")
         # A refused edit means the server's train.py is not what the catalogue expects: resend in full.
-        refused = self._last_modify_id is not None and any(
-            r.tool_call_id == self._last_modify_id and r.is_error
-            for m in request.messages
-            for r in m.tool_results
-        )
+        refused = _last_edit_refused(request)
         step = self._code.next_step()
         total = self._code.total
         if step is None:
@@ -264,7 +266,6 @@ class ScriptedLLM:
         else:
             change["edits"] = [{"search": s, "replace": r} for s, r in edits]
         modify = ToolCall(id=self._id(), name="modify_train_py", arguments=change)
-        self._last_modify_id = modify.id
         bench = ToolCall(id=self._id(), name="run_benchmark", arguments={})
         return self._reply(f"Step {step}/{total}: {description}", [modify, bench])
 

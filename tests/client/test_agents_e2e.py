@@ -291,3 +291,38 @@ def test_compare_refuses_flags_it_would_ignore_before_anything_starts(
     assert main(["compare", "--task", "hpo-covertype", "--out", str(out), *extra]) == 2
     assert message in capsys.readouterr().err
     assert not (out / "runs.db").exists()
+
+
+def _error_results(transcript: str) -> list[str]:
+    """The tool results the model was shown as errors, over the whole run (each once)."""
+    seen: dict[str, str] = {}
+    for record in load_transcript(transcript):
+        for message in record["request"]["messages"]:
+            for result in message.get("tool_results", []):
+                if result["is_error"]:
+                    seen[result["tool_call_id"]] = result["content"]
+    return list(seen.values())
+
+
+@pytest.mark.asyncio
+async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_run_uses_its_budget(
+    tmp_path: Path, server_env: None
+):
+    args = args_for(tmp_path, "--task", "hpo-covertype", "--llm", "scripted-sloppy", "--iterations", "6")
+    result = await run_session(args, mode="stateful", seed=42)
+    assert result.stop_reason == "budget" and result.experiments == 6
+    errors = _error_results(result.transcript)
+    assert any("exact repeat of experiment" in e for e in errors)  # it copied the best
+    assert any("params" in e and "exact repeat" not in e for e in errors)  # it sent flat params
+    assert len(errors) >= 3 and result.llm_calls >= 6 + len(errors) - 1
+
+
+@pytest.mark.asyncio
+async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_through(
+    tmp_path: Path, server_env: None
+):
+    args = args_for(tmp_path, "--task", "codeopt-records", "--llm", "scripted-sloppy", "--iterations", "4")
+    result = await run_session(args, mode="stateful", seed=42)
+    assert result.stop_reason == "budget" and result.experiments == 4
+    rejected = [e for e in _error_results(result.transcript) if "edit rejected" in e]
+    assert rejected and "train.py unchanged" in rejected[0]
