@@ -1,0 +1,63 @@
+"""Class 6 of issue 13: the 2 s limit of query_results holds for any query, including the single SQLite
+function calls that never reach the progress handler (printf/format widths, instr, replace and trim over
+megabyte strings). Each worst case ends within the limit, with a message, and the next query works."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.query import TIME_LIMIT_S, query_views
+from autoresearch_mcp.server.store import Store
+
+BIG = "printf('%.4000000c', 'a')"  # 4 MB of 'a', within SQLITE_LIMIT_LENGTH
+WORST_CASES = {
+    "printf precision": "SELECT length(printf('%.2000000000c', 'x'))",
+    "printf precision with the ! flag": "SELECT length(printf('%!.2000000000c', 'x'))",
+    "format width from an argument": "SELECT length(format('%*.*c', 2000000000, 2000000000, 'x'))",
+    "instr of a near-match": f"SELECT instr({BIG}, printf('%.200000c', 'a') || 'b')",
+    "replace of a near-match": f"SELECT length(replace({BIG}, printf('%.100000c', 'a') || 'b', 'c'))",
+    "trim with a long character set": f"SELECT length(trim({BIG}, printf('%.100000c', 'b') || 'a'))",
+    "like with many wildcards": f"SELECT {BIG} LIKE '%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%b'",
+    "a sum over a huge cross join": "SELECT count(*) FROM v_runs a, v_runs b, v_runs c, v_runs d",
+}
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    path = tmp_path / "runs.db"
+    store = Store(path)
+    for i in range(40):
+        store.create_run(
+            task="toy-quadratic",
+            budget=1,
+            target=None,
+            seed=i,
+            name=f"r{i}",
+            config={"metric": "score", "direction": "max", "options": {}},
+            initial_source="x = 1\n",
+        )
+    return path
+
+
+@pytest.mark.parametrize("name", list(WORST_CASES))
+def test_the_time_limit_holds_for_a_worst_case_query(db: Path, name: str) -> None:
+    started = time.monotonic()
+    try:
+        query_views(db, WORST_CASES[name], 5)
+    except ResearchError as exc:
+        message = str(exc)
+        assert message.startswith("refused"), message
+    elapsed = time.monotonic() - started
+    assert elapsed < TIME_LIMIT_S + 1.0, f"{name} took {elapsed:.1f} s"
+    assert query_views(db, "SELECT count(*) FROM v_runs", 5).rows == [[40]]  # and the next one works
+
+
+def test_printf_widths_over_the_cap_are_refused_with_a_message_and_small_ones_work(db: Path) -> None:
+    with pytest.raises(ResearchError, match="width or precision"):
+        query_views(db, "SELECT printf('%.5000c', 'x')", 5)
+    assert query_views(db, "SELECT printf('%.3f|%5d|%-4s|', 3.14159, 42, 'ab')", 5).rows == [
+        ["3.142|   42|ab  |"]
+    ]
+    assert query_views(db, "SELECT format('%d%%', 7)", 5).rows == [["7%"]]
