@@ -10,15 +10,12 @@ from autoresearch_mcp.server.tasks.codeopt_records import child
 
 
 def run_escaped(payload: dict[str, Any]) -> dict[str, Any]:
-    if hasattr(child, "candidate_globals"):
-        original = child.candidate_globals
+    original = child.candidate_globals
 
-        def escaped() -> dict[str, Any]:
-            namespace = original()
-            namespace["__builtins__"] = {**namespace["__builtins__"], "__import__": builtins.__import__}
-            return namespace
+    def escaped() -> dict[str, Any]:
+        namespace = original()
+        namespace["__builtins__"] = {**namespace["__builtins__"], "__import__": builtins.__import__}
+        return namespace
 
-        child.candidate_globals = escaped
-    else:  # BEFORE-FIX SCAFFOLD: the harness of main, to record how these attacks fared there
-        child._guarded_import = builtins.__import__
+    child.candidate_globals = escaped
     return child.run_benchmark(payload)

@@ -174,8 +174,9 @@ def test_a_path_to_sys_through_an_allowed_module_fails_to_load_in_the_sandbox(na
     assert CodeOptTask({}).check_artifact(source) == []  # nothing for the guard to see
     outcome = _benchmark(source)
     assert outcome.status == "crash" and outcome.metric is None, (name, outcome)
-    assert "train.py failed to load" in (outcome.error_tail or "")
-    assert "sys" in (outcome.error_tail or "")
+    tail = outcome.error_tail or ""
+    assert "train.py failed to load" in tail
+    assert "has no attribute" in tail or "cannot import name" in tail, tail
 
 
 def test_the_candidate_gets_proxies_in_the_sandbox_and_mutating_them_changes_only_its_own_copy() -> None:
