@@ -36,6 +36,7 @@ from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.registry import make_task, task_names
+from autoresearch_mcp.server.text import prompt_error
 from autoresearch_mcp.server.tools.jobs import register_job_tools, register_query_tool
 
 P = ParamSpec("P")
@@ -316,7 +317,7 @@ def build_server(
         try:
             return render_program(service.task(task))
         except ResearchError as exc:
-            raise ValueError(str(exc)) from None
+            raise prompt_error(str(exc)) from None
 
     mcp.service = service  # type: ignore[attr-defined]  # for tests and the HTTP/dashboard layers
     mcp.jobs = jobs  # type: ignore[attr-defined]  # its owner closes it (JobService.close) at shutdown

@@ -35,10 +35,14 @@ async def refused(client: Client, tool: str, args: dict[str, Any]) -> str:
 async def test_a_failed_job_tells_the_model_what_failed_without_a_traceback_or_paths(settings):
     import failing_task  # noqa: F401  (registers toy-failing-worker)
 
-    async with Client(build_server(settings.model_copy(update={"workers": 1}))) as client:
-        await call(client, "start_run", {"task": "toy-failing-worker", "budget": 3})
-        job = (await call(client, "submit_training_job", {"params": {"x": 1.0}}))["job"]
-        info = await call(client, "get_job", {"job_id": job["id"], "wait_seconds": 60})
+    server = build_server(settings.model_copy(update={"workers": 1}))
+    try:
+        async with Client(server) as client:
+            await call(client, "start_run", {"task": "toy-failing-worker", "budget": 3})
+            job = (await call(client, "submit_training_job", {"params": {"x": 1.0}}))["job"]
+            info = await call(client, "get_job", {"job_id": job["id"], "wait_seconds": 60})
+    finally:
+        server.jobs.close()  # type: ignore[attr-defined]
     text = json.dumps(info)
     assert info["job"]["status"] == "failed" and "RuntimeError" in info["job"]["error"], info
     assert "Traceback" not in text and 'File "' not in text
