@@ -22,6 +22,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.body_limit import MCP_BODY_BYTES, BodyLimit
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ENV_TOKEN, ServerSettings
@@ -105,6 +106,7 @@ def build_http_app(
     mcp = build_server(settings, token_verifier=verifier, auth=auth)
     security = transport_security(host, allowed_hosts)
     app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
+    app.add_middleware(BodyLimit, max_bytes=MCP_BODY_BYTES)  # every route, before auth reads anything
     service: RunService = mcp.service  # type: ignore[attr-defined]
     app.router.routes.extend(extra_routes)
     if routes_factory is not None:
