@@ -181,7 +181,7 @@ def build_server(
     @tool_errors
     def list_runs(status: RunStatus | None = None) -> RunList:
         """Runs with task, status, best result and budget used, newest first."""
-        return RunList(runs=service.store.list_runs(status))
+        return RunList(runs=service.list_runs(status))
 
     @mcp.tool(annotations=ADDITIVE)
     @tool_errors
@@ -291,7 +291,7 @@ def build_server(
     @mcp.resource("autoresearch://runs", name="runs", mime_type="application/json")
     def runs_resource() -> str:
         """Every run with task, status, best and budget used."""
-        return RunList(runs=service.store.list_runs()).model_dump_json()
+        return RunList(runs=service.list_runs()).model_dump_json()
 
     @mcp.resource("autoresearch://runs/{run_id}/summary", name="run-summary", mime_type="text/plain")
     @_resource

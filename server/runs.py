@@ -31,7 +31,7 @@ from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.summary import render_summary
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, execute_safely
 from autoresearch_mcp.server.tasks.registry import make_task
-from autoresearch_mcp.server.text import check_text
+from autoresearch_mcp.server.text import check_text, scrub_paths
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,11 @@ class RunService:
             initial_source=spec.initial_artifact(),
         )
         return run, self.summary(run.id)
+
+    def list_runs(self, status: RunStatus | None = None) -> list[Run]:
+        """Every run, newest first, as a model may see them: no absolute paths in their options (runs
+        started before the options stopped holding the data path still have it stored)."""
+        return [_without_paths(run) for run in self.store.list_runs(status)]
 
     def default_run_id(self, preferred: str | None) -> str:
         """The session's run if it has one, else the most recent running run."""
@@ -323,6 +328,14 @@ class RunService:
         return self.store.add_artifact_version(
             run_id, old.source, f"revert to v{version}", expected_parent=current.version
         )
+
+
+def _without_paths(run: Run) -> Run:
+    options = run.config.get("options")
+    if not isinstance(options, dict):
+        return run
+    public = {key: scrub_paths(value) if isinstance(value, str) else value for key, value in options.items()}
+    return run.model_copy(update={"config": {**run.config, "options": public}})
 
 
 def apply_edits(source: str, edits: list[tuple[str, str]], service: RunService, run_id: str) -> str:
