@@ -7,6 +7,11 @@ out of signalling anything outside itself), and reads are limited to what Python
 runs. The files a task names in its payload under keys ending in `_path` stay readable (the task builds
 the payload; the candidate cannot add to it). An entry module that needs more sets `CONFINES_READS = True`
 and calls `confine_reads` itself once it has read what it needs, before it loads candidate code.
+
+The entry is trusted harness code and runs no candidate code itself: it forks for that (isolate.py, which
+nests one more Landlock layer with `confine_fork`). Its return value goes back on a pipe the runner
+opened, whose write end only this frame holds; where the server's cgroup allows, the process first joins
+the run's pids cgroup, so every process and thread of the run counts against its cap.
 """
 
 import contextlib
@@ -132,6 +137,9 @@ def confine_writes(work: Path, *, network: bool) -> bool:
     return _restrict(_FS_WRITES | _FS_REFER | _FS_TRUNCATE, rules, tcp=not network, scope=True)
 
 
+_network = [False]  # whether this run may use the network (set from the spec; forks inherit it)
+
+
 def confine_fork(writable: Path | None) -> bool:
     """A Landlock domain nested in this process's own, for a fork that loads candidate code
     (sandbox/isolate.py): writes only beneath `writable` (nowhere when None), no TCP unless the run
@@ -151,9 +159,6 @@ def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
     roots |= {str(Path(__file__).resolve().parent), os.getcwd(), "/proc/self", *_SYSTEM_READ_PATHS}
     roots |= {str(path) for path in extra}
     return _restrict(_FS_READS, [(root, _FS_READS) for root in sorted(roots) if root], tcp=False, scope=False)
-
-
-_network = [False]  # whether this run may use the network (set from the spec; forks inherit it)
 
 
 def _set_limits(limits: dict, nproc: bool) -> None:

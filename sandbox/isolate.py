@@ -84,11 +84,18 @@ class Isolated:
         return f"exited with code {os.WEXITSTATUS(status)} without a result"
 
 
-def run_isolated(work: Callable[[Channel], None], *, writable: Path | None, max_messages: int) -> Isolated:
+def run_isolated(
+    work: Callable[[Channel], None],
+    *,
+    writable: Path | None,
+    max_messages: int,
+    max_bytes: int = MAX_MESSAGE_BYTES,
+) -> Isolated:
     """Fork, confine the fork, run `work(channel)` there, and collect what it sends, stamped on arrival.
 
     Reading stops at `max_messages` messages, when the fork has exited (a stray process it left holding
-    the pipe cannot stall the harness), or at the first protocol error (then the fork is killed)."""
+    the pipe cannot stall the harness), or at the first protocol error, such as a message over
+    `max_bytes` (then the fork is killed)."""
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -100,13 +107,13 @@ def run_isolated(work: Callable[[Channel], None], *, writable: Path | None, max_
     os.close(write_fd)
     result = Isolated(forked_at=forked_at)
     try:
-        _collect(pid, read_fd, result, max_messages)
+        _collect(pid, read_fd, result, max_messages, max_bytes)
     finally:
         os.close(read_fd)
     return result
 
 
-def _collect(pid: int, fd: int, result: Isolated, max_messages: int) -> None:
+def _collect(pid: int, fd: int, result: Isolated, max_messages: int, max_bytes: int) -> None:
     pidfd = _pidfd(pid)
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
@@ -121,9 +128,9 @@ def _collect(pid: int, fd: int, result: Isolated, max_messages: int) -> None:
                 if not chunk:
                     break  # every writer is gone
                 buffer += chunk
-                _parse(buffer, result, clock())
+                _parse(buffer, result, clock(), max_bytes)
             if (pidfd is not None and pidfd in events) or (pidfd is None and _exited(pid, result)):
-                _drain(fd, buffer, result)  # what it wrote before it exited is still in the pipe
+                _drain(fd, buffer, result, max_bytes)  # what it wrote before it exited is still in the pipe
                 break
     finally:
         if pidfd is not None:
@@ -156,21 +163,21 @@ def _exited(pid: int, result: Isolated) -> bool:
     return bool(done)
 
 
-def _drain(fd: int, buffer: bytearray, result: Isolated) -> None:
+def _drain(fd: int, buffer: bytearray, result: Isolated, max_bytes: int) -> None:
     os.set_blocking(fd, False)
     with contextlib.suppress(BlockingIOError):
         while chunk := os.read(fd, 1 << 20):
             buffer += chunk
-            if len(buffer) > MAX_MESSAGE_BYTES + _HEADER.size:
+            if len(buffer) > max_bytes + _HEADER.size:
                 break
-    _parse(buffer, result, clock())
+    _parse(buffer, result, clock(), max_bytes)
 
 
-def _parse(buffer: bytearray, result: Isolated, now: float) -> None:
+def _parse(buffer: bytearray, result: Isolated, now: float, max_bytes: int) -> None:
     while len(buffer) >= _HEADER.size and result.problem is None:
         (size,) = _HEADER.unpack_from(buffer)
-        if size > MAX_MESSAGE_BYTES:
-            result.problem = f"sent a message of {size} bytes (at most {MAX_MESSAGE_BYTES} are read)"
+        if size > max_bytes:
+            result.problem = f"sent a message of {size} bytes (at most {max_bytes} are read)"
             return
         if len(buffer) < _HEADER.size + size:
             return

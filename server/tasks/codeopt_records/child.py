@@ -19,11 +19,11 @@ import gc
 import math
 import time
 import types
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from autoresearch_mcp.sandbox.isolate import Channel, Isolated, candidate_traceback, run_isolated
-from autoresearch_mcp.sandbox.proxies import HIDDEN_BUILTINS, make_importer, safe_builtins
+from autoresearch_mcp.sandbox.proxies import HIDDEN_BUILTINS, Importer, make_importer, safe_builtins
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE, make_records
 
 # The task's guard policy is built from these (task.py); they live here, free of pydantic, because the
@@ -36,6 +36,7 @@ ALLOWED_IMPORTS = frozenset(
 EXTRA_FORBIDDEN_NAMES = frozenset({"attrgetter", "methodcaller", "get_type_hints", "ForwardRef"})
 MAX_OUTPUT_ITEMS = 200_000  # containers, scalars and string characters in one output
 MAX_DEPTH = 40
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one call's output as JSON (the reference's is about 4 KB)
 _clock = time.perf_counter  # CLOCK_MONOTONIC: the fork's stamps and the harness's compare directly
 __all__ = ["HIDDEN_BUILTINS", "candidate_globals", "run_benchmark"]
 
@@ -44,10 +45,19 @@ class NotPlain(Exception):
     """The candidate returned something other than plain JSON types."""
 
 
+@lru_cache(maxsize=1)
+def _importer() -> Importer:
+    """The candidate's __import__, with every allowed module's proxy built now: in the harness, once,
+    before any fork (so building them is never part of a timed call). Each fork gets its own copy."""
+    importer = make_importer(ALLOWED_IMPORTS)
+    for name in sorted(ALLOWED_IMPORTS):
+        importer(name)
+    return importer
+
+
 def candidate_globals() -> dict[str, Any]:
     """A fresh namespace for train.py: proxies of the allowed modules only, restricted builtins."""
-    builtins = safe_builtins(make_importer(ALLOWED_IMPORTS))
-    return {"__builtins__": builtins, "__name__": "candidate"}
+    return {"__builtins__": safe_builtins(_importer()), "__name__": "candidate"}
 
 
 def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
@@ -59,13 +69,14 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
         code = compile(payload.get("source", REFERENCE_SOURCE), "train.py", "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # compiling runs none of it
         return {"error": "load", "detail": candidate_traceback()}
-    for name in ALLOWED_IMPORTS:  # imported here, once: every fork finds them loaded
-        __import__(name)
+    candidate_globals()  # the proxies, built here once: every fork finds them ready
     gc.collect()
     gc.freeze()  # the forks' collections skip what they share with this process (no copy-on-write)
     times_ms, outputs = [], []
     for seed in seeds:
-        call = run_isolated(partial(_one_call, code, n, seed), writable=None, max_messages=2)
+        call = run_isolated(
+            partial(_one_call, code, n, seed), writable=None, max_messages=2, max_bytes=MAX_MESSAGE_BYTES
+        )
         verdict = _judge_call(call)
         if "error" in verdict:
             return verdict

@@ -24,6 +24,7 @@ from autoresearch_mcp.sandbox.isolate import Channel, run_isolated
 from autoresearch_mcp.sandbox.proxies import PROXY_PREFIX, make_importer, safe_builtins
 
 MAX_LOG_ITEMS = 20
+MAX_REPORT_BYTES = 32 * 1024 * 1024  # predictions for a million test rows, as JSON
 # What train.py may import (the task's guard allows the same names), and submodules never proxied:
 # they lead to ctypes, test helpers, build tools or interpreter internals.
 ALLOWED_IMPORTS = frozenset(
@@ -119,11 +120,15 @@ def run_training(payload: dict[str, Any]) -> dict[str, Any]:
 
     code = compile(payload["source"], "train.py", "exec")
     done = run_isolated(
-        partial(_train, code, data, dict(payload["params"])), writable=Path.cwd(), max_messages=2
+        partial(_train, code, data, dict(payload["params"])),
+        writable=Path.cwd(),
+        max_messages=2,
+        max_bytes=MAX_REPORT_BYTES,
     )
     if done.problem is not None or len(done.messages) != 2:
         done.mirror("train.py's process ended without handing in predictions")
-    ready, result = done.messages[0].message.get("ready"), done.messages[1].message
+    first, result = done.messages[0].message, done.messages[1].message
+    ready = first.get("ready") if isinstance(first, dict) else None
     if not isinstance(ready, float) or not isinstance(result, dict):
         done.mirror("train.py's process broke the harness's protocol")
     return {**check_report(result, data), "train_seconds": round(done.messages[1].arrived - ready, 4)}
