@@ -2,12 +2,13 @@
 
 The sandboxed harness is the trusted side: it holds the channel the report goes back through, its own
 clock and its judgement. To run candidate code it forks. Before loading anything, the fork closes every
-descriptor but a fresh pipe to the harness, enters a Landlock domain nested in the harness's (so it cannot
+descriptor but a fresh socket to the harness, enters a Landlock domain nested in the harness's (so it cannot
 signal or trace the harness, and writes only where it is told), gets its own IPC namespace and drops every
-capability. What it sends back is a message on that pipe, which the harness reads with a size cap and
-stamps on arrival with its own clock; the report is written by the harness alone, from what it measured
-and checked. An in-process candidate can forge anything in its own process; here there is nothing left
-in it worth forging.
+capability. What it sends back is a message on that socket, which the harness reads with a size cap; each
+message carries two stamps the fork cannot forge: the kernel's record of when its last packet was sent
+(SO_TIMESTAMPNS), and the harness's own clock on arrival. The report is written by the harness alone,
+from what it measured and checked. An in-process candidate can forge anything in its own process; here
+there is nothing left in it worth forging.
 """
 
 import contextlib
@@ -17,6 +18,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import struct
 import sys
 import time
@@ -30,27 +32,48 @@ from autoresearch_mcp.sandbox.child import confine_fork
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _HEADER = struct.Struct(">I")
+_PACKET = 32 * 1024
 _CLONE_NEWIPC = 0x08000000
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+_STAMP = struct.Struct("qq")  # struct timespec
 clock = time.perf_counter  # CLOCK_MONOTONIC: one clock for every process on the machine
 
 
 class Channel:
-    """The fork's end of the pipe: length-prefixed JSON messages."""
+    """The fork's end of the socket: length-prefixed JSON messages, in packets of at most 32 KB."""
 
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
 
     def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message).encode()
-        view = memoryview(_HEADER.pack(len(data)) + data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        framed = memoryview(_HEADER.pack(len(data := json.dumps(message).encode())) + data)
+        for start in range(0, len(framed), _PACKET):
+            self._sock.sendall(framed[start : start + _PACKET])
+
+    def ready(self) -> None:
+        """The start stamp of a measured window: only trusted code, before any candidate code exists,
+        may send it (both clocks: see window())."""
+        self.send({"ready": clock(), "ready_wall": time.time()})
 
 
 @dataclass
 class Received:
     arrived: float  # the harness's clock when the last byte of the message was read
     message: Any
+    sent: float | None = None  # the kernel's CLOCK_REALTIME stamp of the message's last packet
+
+
+def window(start: Received, end: Received) -> float:
+    """Seconds from a `ready` message's stamps to when `end` was sent: the kernel's send stamp where
+    there is one (the harness waking up late does not count), bounded by the harness's own arrival
+    clock (so a clock step can only ever make it the arrival-based window)."""
+    ready = start.message
+    by_arrival = end.arrived - ready["ready"]
+    if end.sent is not None and isinstance(ready.get("ready_wall"), float):
+        by_kernel = end.sent - ready["ready_wall"]
+        if 0 <= by_kernel <= by_arrival:
+            return by_kernel
+    return by_arrival
 
 
 @dataclass
@@ -96,26 +119,30 @@ def run_isolated(
     Reading stops at `max_messages` messages, when the fork has exited (a stray process it left holding
     the pipe cannot stall the harness), or at the first protocol error, such as a message over
     `max_bytes` (then the fork is killed)."""
-    read_fd, write_fd = os.pipe()
+    harness_end, fork_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if _SO_TIMESTAMPNS is not None:
+        with contextlib.suppress(OSError):
+            harness_end.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     sys.stdout.flush()
     sys.stderr.flush()
     forked_at = clock()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (runs in the fork; its outcome is what the tests check)
-        os.close(read_fd)
-        _run_fork(work, write_fd, writable)
-    os.close(write_fd)
+        harness_end.close()
+        _run_fork(work, fork_end, writable)
+    fork_end.close()
     result = Isolated(forked_at=forked_at)
     try:
-        _collect(pid, read_fd, result, max_messages, max_bytes)
+        _collect(pid, harness_end, result, max_messages, max_bytes)
     finally:
-        os.close(read_fd)
+        harness_end.close()
     return result
 
 
-def _collect(pid: int, fd: int, result: Isolated, max_messages: int, max_bytes: int) -> None:
+def _collect(pid: int, sock: socket.socket, result: Isolated, max_messages: int, max_bytes: int) -> None:
     pidfd = _pidfd(pid)
     poller = select.poll()
+    fd = sock.fileno()
     poller.register(fd, select.POLLIN | select.POLLHUP)
     if pidfd is not None:
         poller.register(pidfd, select.POLLIN)
@@ -123,29 +150,34 @@ def _collect(pid: int, fd: int, result: Isolated, max_messages: int, max_bytes: 
     try:
         while len(result.messages) < max_messages and result.problem is None:
             events = dict(poller.poll(None if pidfd is not None else 50))
-            if fd in events:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break  # every writer is gone
-                buffer += chunk
-                _parse(buffer, result, clock(), max_bytes)
+            if fd in events and not _receive(sock, buffer, result, max_bytes):
+                break  # every sender is gone
             if (pidfd is not None and pidfd in events) or (pidfd is None and _exited(pid, result)):
-                _drain(fd, buffer, result, max_bytes)  # what it wrote before it exited is still in the pipe
+                sock.setblocking(False)  # what it sent before it exited is still queued
+                with contextlib.suppress(BlockingIOError):
+                    while result.problem is None and _receive(sock, buffer, result, max_bytes):
+                        pass
                 break
+        if result.problem is None and result.status is None:
+            _await_exit(pid, pidfd, result, grace_s=2.0)  # it has said all it may say: let it end
     finally:
         if pidfd is not None:
             os.close(pidfd)
-    if result.problem is None:
-        _await_exit(pid, result, grace_s=2.0)  # it has said all it may say: let it end by itself
     if result.status is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         _, result.status = os.waitpid(pid, 0)
 
 
-def _await_exit(pid: int, result: Isolated, grace_s: float) -> None:
+def _await_exit(pid: int, pidfd: int | None, result: Isolated, grace_s: float) -> None:
+    if pidfd is not None:
+        waiter = select.poll()
+        waiter.register(pidfd, select.POLLIN)
+        if waiter.poll(grace_s * 1000):
+            _exited(pid, result)
+        return
     deadline = clock() + grace_s
-    while result.status is None and not _exited(pid, result) and clock() < deadline:
+    while not _exited(pid, result) and clock() < deadline:
         time.sleep(0.001)
 
 
@@ -163,17 +195,26 @@ def _exited(pid: int, result: Isolated) -> bool:
     return bool(done)
 
 
-def _drain(fd: int, buffer: bytearray, result: Isolated, max_bytes: int) -> None:
-    os.set_blocking(fd, False)
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(fd, 1 << 20):
-            buffer += chunk
-            if len(buffer) > max_bytes + _HEADER.size:
-                break
-    _parse(buffer, result, clock(), max_bytes)
+def _receive(sock: socket.socket, buffer: bytearray, result: Isolated, max_bytes: int) -> bool:
+    """Read one packet into `buffer` and parse what it completes; False at end of stream."""
+    packet, ancillary, flags, _ = sock.recvmsg(_PACKET, socket.CMSG_SPACE(_STAMP.size))
+    now = clock()
+    if not packet:
+        return False
+    if flags & socket.MSG_TRUNC:
+        result.problem = f"sent a packet over {_PACKET} bytes"
+        return True
+    sent = None
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= _STAMP.size:
+            seconds, nanoseconds = _STAMP.unpack_from(data)
+            sent = seconds + nanoseconds / 1e9
+    buffer += packet
+    _parse(buffer, result, now, sent, max_bytes)
+    return True
 
 
-def _parse(buffer: bytearray, result: Isolated, now: float, max_bytes: int) -> None:
+def _parse(buffer: bytearray, result: Isolated, now: float, sent: float | None, max_bytes: int) -> None:
     while len(buffer) >= _HEADER.size and result.problem is None:
         (size,) = _HEADER.unpack_from(buffer)
         if size > max_bytes:
@@ -184,19 +225,20 @@ def _parse(buffer: bytearray, result: Isolated, now: float, max_bytes: int) -> N
         data = bytes(buffer[_HEADER.size : _HEADER.size + size])
         del buffer[: _HEADER.size + size]
         try:
-            result.messages.append(Received(now, json.loads(data)))
+            result.messages.append(Received(now, json.loads(data), sent))
         except (ValueError, RecursionError) as exc:
             result.problem = f"sent a message that is not readable JSON ({type(exc).__name__})"
 
 
-def _run_fork(work: Callable[[Channel], None], fd: int, writable: Path | None) -> NoReturn:
+def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Path | None) -> NoReturn:
     code = 0
     try:
+        fd = sock.fileno()
         os.closerange(3, fd)
         os.closerange(fd + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         confine_fork(writable)
         _drop_privileges()
-        work(Channel(fd))
+        work(Channel(sock))
     except SystemExit as exc:  # the candidate's sys.exit: end with its code, as a script would
         if isinstance(exc.code, int):
             code = exc.code

@@ -6,8 +6,10 @@ import time
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.query import TIME_LIMIT_S, query_views
 from autoresearch_mcp.server.store import Store
 
@@ -61,3 +63,18 @@ def test_printf_widths_over_the_cap_are_refused_with_a_message_and_small_ones_wo
         ["3.142|   42|ab  |"]
     ]
     assert query_views(db, "SELECT format('%d%%', 7)", 5).rows == [["7%"]]
+
+
+@pytest.mark.asyncio
+async def test_through_the_tool_a_worst_case_query_is_refused_in_time_and_the_server_answers_the_next(
+    settings,
+):
+    async with Client(build_server(settings)) as client:
+        await client.call_tool("start_run", {"task": "toy-quadratic", "budget": 1})
+        for sql in (WORST_CASES["instr of a near-match"], WORST_CASES["printf precision"]):
+            started = time.monotonic()
+            result = await client.call_tool("query_results", {"sql": sql})
+            assert result.is_error and result.content[0].text.startswith("refused")
+            assert time.monotonic() - started < TIME_LIMIT_S + 1.0
+        after = await client.call_tool("query_results", {"sql": "SELECT count(*) FROM v_runs"})
+        assert not after.is_error and after.structured_content["rows"] == [[1]]

@@ -1,9 +1,9 @@
 """Harness entry for codeopt-records: time `process_records` on fresh inputs, in the sandbox.
 
 The process this runs in (the harness) never runs candidate code. Each call is made in a fork of it
-(sandbox/isolate.py) that generates its input from the call's seed, stamps the moment the input is ready
-with the clock, and only then loads train.py and calls it. The harness stamps the arrival of the copied
-output with its own clock: the difference is the call's time. The candidate can neither do work on an
+(sandbox/isolate.py) that generates its input from the call's seed, stamps the moment the input is ready,
+and only then loads train.py and calls it. The call's time runs from that stamp to the moment the fork
+sent the copied output, as the kernel stamped it (bounded by the harness's own clock on arrival). The candidate can neither do work on an
 input before that stamp (no candidate code exists in the fork before it), nor carry work from one call to
 the next (each fork starts from the harness, writes nowhere and cannot reach its siblings), nor move the
 harness's clock or write its report (another process). What the fork says about its own timing is only
@@ -22,7 +22,7 @@ import types
 from functools import lru_cache, partial
 from typing import Any
 
-from autoresearch_mcp.sandbox.isolate import Channel, Isolated, candidate_traceback, run_isolated
+from autoresearch_mcp.sandbox.isolate import Channel, Isolated, candidate_traceback, run_isolated, window
 from autoresearch_mcp.sandbox.proxies import HIDDEN_BUILTINS, Importer, make_importer, safe_builtins
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE, make_records
 
@@ -103,16 +103,16 @@ def _judge_call(call: Isolated) -> dict[str, Any]:
     if "error" in result:
         kind = result["error"] if result["error"] in ("load", "raised", "type") else "raised"
         return {"error": kind, "detail": str(result.get("detail", ""))[:2000]}
-    window = call.messages[1].arrived - ready
+    measured = window(call.messages[0], call.messages[1])
     reported = result.get("call_ms")
     # The one claim the fork makes about time: it must fit in what was measured around it.
-    if not isinstance(reported, float) or not math.isfinite(reported) or not 0 <= reported / 1000 <= window:
+    if not isinstance(reported, float) or not math.isfinite(reported) or not 0 <= reported / 1000 <= measured:
         return {
             "error": "harness",
             "detail": f"the call reported {reported!r} ms, which does not fit in "
-            f"the {window * 1000:.3f} ms the harness measured around it",
+            f"the {measured * 1000:.3f} ms the harness measured around it",
         }
-    return {"time_ms": window * 1000, "output": result["output"]}
+    return {"time_ms": measured * 1000, "output": result["output"]}
 
 
 def _one_call(code: types.CodeType, n: int, seed: int, channel: Channel) -> None:
@@ -122,7 +122,7 @@ def _one_call(code: types.CodeType, n: int, seed: int, channel: Channel) -> None
     clock = _clock
     gc.collect()
     gc.disable()  # as timeit does: a collection triggered by earlier garbage is not this call's cost
-    channel.send({"ready": clock()})  # from here on, candidate code may run: nothing below is trusted
+    channel.ready()  # from here on, candidate code may run: nothing below is trusted
     try:
         exec(code, namespace)
         function = namespace.get("process_records")

@@ -12,7 +12,6 @@ training itself, from the fork's start stamp to the arrival of its result.
 
 import math
 import sys
-import time
 import types
 from functools import partial
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from autoresearch_mcp.sandbox.isolate import Channel, run_isolated
+from autoresearch_mcp.sandbox.isolate import Channel, run_isolated, window
 from autoresearch_mcp.sandbox.proxies import PROXY_PREFIX, make_importer, safe_builtins
 
 MAX_LOG_ITEMS = 20
@@ -37,7 +36,6 @@ DENIED_SUBMODULES = frozenset(
     | {"sklearn.externals", "sklearn.utils", "pandas.io", "pandas.util", "pandas.testing", "pandas.compat"}
 )
 _LARGEST = sys.float_info.max
-_clock = time.perf_counter
 
 
 class Data(types.SimpleNamespace):
@@ -131,7 +129,7 @@ def run_training(payload: dict[str, Any]) -> dict[str, Any]:
     ready = first.get("ready") if isinstance(first, dict) else None
     if not isinstance(ready, float) or not isinstance(result, dict):
         done.mirror("train.py's process broke the harness's protocol")
-    return {**check_report(result, data), "train_seconds": round(done.messages[1].arrived - ready, 4)}
+    return {**check_report(result, data), "train_seconds": round(window(*done.messages), 4)}
 
 
 def check_report(result: dict[str, Any], data: Data) -> dict[str, Any]:
@@ -153,7 +151,7 @@ def check_report(result: dict[str, Any], data: Data) -> dict[str, Any]:
 def _train(code: types.CodeType, data: Data, params: dict[str, Any], channel: Channel) -> None:
     state: dict[str, Any] = {"log": {}}
     namespace = candidate_globals(make_harness(data, state))
-    channel.send({"ready": _clock()})  # from here on, candidate code may run
+    channel.ready()  # from here on, candidate code may run
     exec(code, namespace)
     namespace["main"](params)
     if "predictions" not in state:
