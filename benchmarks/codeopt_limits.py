@@ -144,7 +144,7 @@ def overhead(n: int, repeats: int, rounds: int) -> list[str]:
         f"One harness run = {repeats + 1} calls of the candidate, each on a fresh {n}-record input "
         "(generated untimed, in a fresh fork of the harness per call), outputs copied out. Wall times in "
         "ms; time_ms is what the harness measured (median call: from the fork's ready stamp to the "
-        "arrival of the copied output).",
+        "kernel's send stamp of the copied output).",
         "",
         "| candidate | sandboxed | plain child | in process | sandbox - plain child | sandbox - in process | "
         "time_ms sandboxed | time_ms plain child | time_ms in process |",
