@@ -159,9 +159,9 @@ def remove_cgroup(path: Path) -> None:
 
 # -- the sweep -------------------------------------------------------------------------------------
 def _owner_alive(name: str, prefix: str) -> bool:
-    pid_text = name[len(prefix) :].split("-", 1)[0]
-    if not pid_text.isdigit():
-        return True  # not ours to judge (an older layout, or someone else's)
+    pid_text, tagged, _ = name[len(prefix) :].partition("-")
+    if not tagged or not pid_text.isdigit():
+        return True  # not ours to judge (an untagged layout, or someone else's)
     pid = int(pid_text)
     if pid == os.getpid():
         return True

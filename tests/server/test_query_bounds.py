@@ -11,16 +11,26 @@ from mcp import Client
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.query import TIME_LIMIT_S, query_views
+from autoresearch_mcp.server.query_worker import GRACE_S
 from autoresearch_mcp.server.store import Store
 
-BIG = "printf('%.4000000c', 'a')"  # 4 MB of 'a', within SQLITE_LIMIT_LENGTH
+
+def repeated(char: str, times: int, tens: int) -> str:
+    """SQL for `char` repeated times * 10**tens, built by nested replace() (no printf needed)."""
+    sql = f"'{char * times}'"
+    for _ in range(tens):
+        sql = f"replace({sql}, '{char}', '{char * 10}')"
+    return sql
+
+
+BIG = repeated("a", 4, 6)  # 4 MB of 'a', within SQLITE_LIMIT_LENGTH
 WORST_CASES = {
     "printf precision": "SELECT length(printf('%.2000000000c', 'x'))",
     "printf precision with the ! flag": "SELECT length(printf('%!.2000000000c', 'x'))",
     "format width from an argument": "SELECT length(format('%*.*c', 2000000000, 2000000000, 'x'))",
-    "instr of a near-match": f"SELECT instr({BIG}, printf('%.200000c', 'a') || 'b')",
-    "replace of a near-match": f"SELECT length(replace({BIG}, printf('%.100000c', 'a') || 'b', 'c'))",
-    "trim with a long character set": f"SELECT length(trim({BIG}, printf('%.100000c', 'b') || 'a'))",
+    "instr of a near-match": f"SELECT instr({BIG}, {repeated('a', 2, 5)} || 'b')",
+    "replace of a near-match": f"SELECT length(replace({BIG}, {repeated('a', 1, 5)} || 'b', 'c'))",
+    "trim with a long character set": f"SELECT length(trim({BIG}, {repeated('b', 1, 5)} || 'a'))",
     "like with many wildcards": f"SELECT {BIG} LIKE '%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%a%b'",
     "a sum over a huge cross join": "SELECT count(*) FROM v_runs a, v_runs b, v_runs c, v_runs d",
 }
@@ -52,7 +62,8 @@ def test_the_time_limit_holds_for_a_worst_case_query(db: Path, name: str) -> Non
         message = str(exc)
         assert message.startswith("refused"), message
     elapsed = time.monotonic() - started
-    assert elapsed < TIME_LIMIT_S + 1.0, f"{name} took {elapsed:.1f} s"
+    # the worker answers within TIME_LIMIT_S or is killed GRACE_S later; 1 s of slack for a busy machine
+    assert elapsed < TIME_LIMIT_S + GRACE_S + 1.0, f"{name} took {elapsed:.1f} s"
     assert query_views(db, "SELECT count(*) FROM v_runs", 5).rows == [[40]]  # and the next one works
 
 
@@ -74,7 +85,7 @@ async def test_through_the_tool_a_worst_case_query_is_refused_in_time_and_the_se
         for sql in (WORST_CASES["instr of a near-match"], WORST_CASES["printf precision"]):
             started = time.monotonic()
             result = await client.call_tool("query_results", {"sql": sql})
-            assert result.is_error and result.content[0].text.startswith("refused")
-            assert time.monotonic() - started < TIME_LIMIT_S + 1.0
+            assert result.is_error and "refused" in result.content[0].text
+            assert time.monotonic() - started < TIME_LIMIT_S + GRACE_S + 1.0
         after = await client.call_tool("query_results", {"sql": "SELECT count(*) FROM v_runs"})
         assert not after.is_error and after.structured_content["rows"] == [[1]]
