@@ -73,9 +73,9 @@ def catalogue(n: int, repeats: int) -> list[str]:
 # The same harness in a plain child process: no namespaces, Landlock or limits, so that the difference
 # to the sandbox is the isolation alone (a fresh process also has a smaller heap than this one).
 _PLAIN = (
-    "import json, sys\n"
+    "import json, statistics, sys\n"
     "from autoresearch_mcp.server.tasks.codeopt_records.child import run_benchmark\n"
-    "print(json.dumps(run_benchmark(json.load(sys.stdin))['time_ms']))\n"
+    "print(json.dumps(statistics.median(run_benchmark(json.load(sys.stdin))['times_ms'][1:])))\n"
 )
 
 
@@ -84,14 +84,14 @@ def _timed(kind: str, payload: dict[str, Any], limits: Limits) -> tuple[float, f
     if kind == "sandboxed":
         result = run_sandboxed(ENTRY, payload, limits)
         assert result.status == "ok" and result.result is not None, result.output_tail
-        measured = result.result["time_ms"]
+        measured = statistics.median(result.result["times_ms"][1:])
     elif kind == "plain child":
         done = subprocess.run(
             [sys.executable, "-I", "-c", _PLAIN], input=json.dumps(payload), capture_output=True, text=True
         )
         measured = float(done.stdout)
     else:
-        measured = codeopt_child.run_benchmark(payload)["time_ms"]
+        measured = statistics.median(codeopt_child.run_benchmark(payload)["times_ms"][1:])
     return (time.perf_counter() - start) * 1000, measured
 
 
@@ -142,8 +142,9 @@ def overhead(n: int, repeats: int, rounds: int) -> list[str]:
         "interleaved rounds)",
         "",
         f"One harness run = {repeats + 1} calls of the candidate, each on a fresh {n}-record input "
-        "(generated untimed), outputs copied out. Wall times in ms; time_ms is what the harness measured "
-        "(median candidate call).",
+        "(generated untimed, in a fresh fork of the harness per call), outputs copied out. Wall times in "
+        "ms; time_ms is what the harness measured (median call: from the fork's ready stamp to the "
+        "kernel's send stamp of the copied output).",
         "",
         "| candidate | sandboxed | plain child | in process | sandbox - plain child | sandbox - in process | "
         "time_ms sandboxed | time_ms plain child | time_ms in process |",

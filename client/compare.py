@@ -270,7 +270,7 @@ def main(args: argparse.Namespace) -> int:
             shutil.copyfileobj(raw, packed)
     write_table(results, args.out / "table.md")
     write_figure(results, args.out / "figure.png")
-    console.print((args.out / "table.md").read_text())
+    console.print((args.out / "table.md").read_text(), markup=False)  # run names and reasons are text
     if results["llm"].startswith("scripted"):
         console.print(f"[yellow]{SCRIPTED_NOTE}[/]")
     return 0

@@ -8,7 +8,9 @@ from typing import Any
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from autoresearch_mcp.client.check import AgentConfig, AgentResult
 from autoresearch_mcp.client.connect import connect
@@ -224,11 +226,11 @@ class LiveView:
         self.state = event
 
     def __rich__(self) -> Table:
-        table = Table(title=f"autoresearch-mcp · {self.mode} · {self.llm}", show_header=False)
+        table = Table(title=Text(f"autoresearch-mcp · {self.mode} · {self.llm}"), show_header=False)
         run: Run | None = self.state.get("run")
         if run:
             best = run.best
-            table.add_row("run", f"{run.id} ({run.task})")
+            table.add_row("run", Text(f"{run.id} ({run.task})"))  # Text: server text is not markup
             table.add_row("iteration", f"{run.used}/{run.budget}")
             table.add_row("best", f"{best.metric:.4f} (#{best.iteration})" if best else "-")
         table.add_row("LLM calls", str(self.state.get("calls", 0)))
@@ -240,8 +242,10 @@ def print_result(console: Console, result: AgentResult) -> None:
     records = load_transcript(result.transcript)
     total = totals(records)
     best = "none" if result.best_metric is None else f"{result.best_metric:.4f}"
+    # The detail can be the model's own finish reason: escaped, so `[/]` in it prints as text.
     console.print(
-        f"[bold]{result.mode} run {result.run_id}[/]: stopped ({result.stop_reason}: {result.detail})"
+        f"[bold]{escape(result.mode)} run {escape(result.run_id)}[/]: "
+        f"stopped ({escape(result.stop_reason)}: {escape(result.detail)})"
     )
     console.print(f"best {best} after {result.experiments} experiments, {result.llm_calls} LLM calls")
     per = total.calls / result.experiments if result.experiments else 0.0
@@ -249,7 +253,7 @@ def print_result(console: Console, result: AgentResult) -> None:
         f"tokens: context {total.context:,} · full {total.full:,} · cache-weighted {total.cache_weighted:,.0f}"
         f" · output {total.output:,} · {per:.2f} LLM calls per experiment"
     )
-    console.print(f"transcript: {result.transcript}")
+    console.print(Text(f"transcript: {result.transcript}"))
     if result.scripted:
         console.print(f"[yellow]{SCRIPTED_NOTE}[/]")
 

@@ -7,6 +7,11 @@ out of signalling anything outside itself), and reads are limited to what Python
 runs. The files a task names in its payload under keys ending in `_path` stay readable (the task builds
 the payload; the candidate cannot add to it). An entry module that needs more sets `CONFINES_READS = True`
 and calls `confine_reads` itself once it has read what it needs, before it loads candidate code.
+
+The entry is trusted harness code and runs no candidate code itself: it forks for that (isolate.py, which
+nests one more Landlock layer with `confine_fork`). Its return value goes back on a pipe the runner
+opened, whose write end only this frame holds; where the server's cgroup allows, the process first joins
+the run's pids cgroup, so every process and thread of the run counts against its cap.
 """
 
 import contextlib
@@ -132,6 +137,21 @@ def confine_writes(work: Path, *, network: bool) -> bool:
     return _restrict(_FS_WRITES | _FS_REFER | _FS_TRUNCATE, rules, tcp=not network, scope=True)
 
 
+_network = [False]  # whether this run may use the network (set from the spec; forks inherit it)
+
+
+def confine_fork(writable: Path | None) -> bool:
+    """A Landlock domain nested in this process's own, for a fork that loads candidate code
+    (sandbox/isolate.py): writes only beneath `writable` (nowhere when None), no TCP unless the run
+    allows the network, and no signals or abstract sockets reaching outside the fork. Being a nested
+    domain is also what keeps the fork from tracing (ptrace, /proc/PID/mem) the process that forked it,
+    even as root. False where Landlock is unavailable."""
+    rules = [("/dev/null", _FS_WRITE_FILE | _FS_TRUNCATE)]
+    if writable is not None:
+        rules.append((str(writable), _FS_WRITES | _FS_REFER | _FS_TRUNCATE))
+    return _restrict(_FS_WRITES | _FS_REFER | _FS_TRUNCATE, rules, tcp=not _network[0], scope=True)
+
+
 def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
     """Reads and executes only beneath the working directory, the Python installation, the sandbox
     package, system libraries and `extra`. Call it after loading data, before loading candidate code."""
@@ -141,7 +161,7 @@ def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
     return _restrict(_FS_READS, [(root, _FS_READS) for root in sorted(roots) if root], tcp=False, scope=False)
 
 
-def _set_limits(limits: dict) -> None:
+def _set_limits(limits: dict, nproc: bool) -> None:
     memory = int(limits["memory_mb"]) * 1024 * 1024
     cpu = max(1, int(float(limits["cpu_s"]) + 0.999))
     file_bytes = int(limits["file_mb"]) * 1024 * 1024
@@ -149,6 +169,9 @@ def _set_limits(limits: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if nproc:  # only where it binds: a user namespace of our own, without a pids cgroup (see runner)
+        processes = int(limits["processes"])
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
 
 
 def main() -> int:
@@ -157,12 +180,13 @@ def main() -> int:
     # The spec may hold what the candidate must not see (e.g. the benchmark's input seeds).
     with contextlib.suppress(OSError):
         spec_path.unlink()
-    _set_limits(spec["limits"])
-    # Opened before writes are shut in: the one file outside the working directory this process writes,
-    # and only from this trusted frame after the entry returned. An empty or partial file is no result.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
-    result_fd = os.open(spec["result_path"], flags, 0o600)
-    confine_writes(Path.cwd(), network=bool(spec["limits"].get("network", False)))
+    _set_limits(spec["limits"], bool(spec.get("nproc_rlimit")))
+    # The pipe the result goes back through: written only from this frame, after the entry returned.
+    # Every fork that loads candidate code closes it first (isolate.py), so no candidate can write it.
+    result_fd = int(spec["result_fd"])
+    os.set_inheritable(result_fd, False)
+    _network[0] = bool(spec["limits"].get("network", False))
+    confine_writes(Path.cwd(), network=_network[0])
     module_name, func_name = spec["entry"].split(":")
     import_root = spec.get("import_root")
     if import_root and import_root not in sys.path:  # a plugin task's harness outside the package
@@ -179,6 +203,12 @@ def main() -> int:
     with os.fdopen(result_fd, "w") as out:
         out.write(json.dumps(result))
     return 0
+
+
+def _join_cgroup(procs_file: str) -> None:
+    """Enter the run's pids cgroup before anything else runs, so every process of the run counts."""
+    with open(procs_file, "w") as procs:
+        procs.write("0")
 
 
 def _wait_as_init(pid: int) -> int:
@@ -217,6 +247,8 @@ def _die_with_the_server(fd: int) -> None:
 
 
 if __name__ == "__main__":
+    if (cgroup := os.environ.pop("AUTORESEARCH_SANDBOX_CGROUP", None)) is not None:
+        _join_cgroup(cgroup)
     if (watch_fd := os.environ.get("AUTORESEARCH_SANDBOX_WATCH_FD")) is not None:
         del os.environ["AUTORESEARCH_SANDBOX_WATCH_FD"]
         _die_with_the_server(int(watch_fd))

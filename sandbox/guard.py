@@ -46,6 +46,9 @@ class GuardPolicy(BaseModel):
     allowed_imports: frozenset[str] = Field(description="top-level module names a candidate may import")
     extra_forbidden_names: frozenset[str] = frozenset()
     max_source_bytes: int = Field(default=100_000, ge=1)
+    private_attributes: bool = Field(
+        default=True, description="allow `obj._name` (private attributes of modules are refused always)"
+    )
     required_functions: dict[str, tuple[str, ...]] = Field(
         default_factory=dict, description="function name -> its exact positional parameter names"
     )
@@ -138,6 +141,8 @@ class _Checker(ast.NodeVisitor):
             self._add(node, f"the attribute {attr!r} is not allowed")
         elif attr.startswith("_") and isinstance(node.value, ast.Name) and node.value.id in self.modules:
             self._add(node, f"the private module attribute {node.value.id}.{attr} is not allowed")
+        elif attr.startswith("_") and not self.policy.private_attributes:
+            self._add(node, f"the private attribute {attr!r} is not allowed in this task")
         self.generic_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:

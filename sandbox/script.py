@@ -1,7 +1,14 @@
-"""Harness entry point for plain scripts: run a source, optionally call one of its functions."""
+"""Harness entry point for plain scripts: run a source, optionally call one of its functions.
 
-import json
+The source runs with ordinary Python (the OS sandbox is its only boundary), in a fork of the harness
+(isolate.py): whatever it does, the result the harness reports is the one value it handed back.
+"""
+
+from functools import partial
+from pathlib import Path
 from typing import Any
+
+from autoresearch_mcp.sandbox.isolate import Channel, run_isolated
 
 
 def run_script(payload: dict[str, Any]) -> dict[str, Any]:
@@ -9,14 +16,22 @@ def run_script(payload: dict[str, Any]) -> dict[str, Any]:
 
     The return value is passed back as JSON when it can be, else as its repr.
     """
+    code = compile(payload["source"], "candidate.py", "exec")
+    done = run_isolated(partial(_run, code, payload), writable=Path.cwd(), max_messages=1)
+    if done.problem is not None or len(done.messages) != 1:
+        done.mirror("the script ended without a result")
+    message = done.messages[0].message
+    if not isinstance(message, dict) or set(message) != {"value"}:
+        done.mirror("the script's process sent a malformed result")
+    return message
+
+
+def _run(code: Any, payload: dict[str, Any], channel: Channel) -> None:
     namespace: dict[str, Any] = {"__name__": "candidate"}
-    exec(compile(payload["source"], "candidate.py", "exec"), namespace)
+    exec(code, namespace)
     call = payload.get("call")
-    if not call:
-        return {"value": None}
-    value = namespace[call](*payload.get("args", []))
+    value = namespace[call](*payload.get("args", [])) if call else None
     try:
-        json.dumps(value)
+        channel.send({"value": value})
     except (TypeError, ValueError):
-        value = repr(value)
-    return {"value": value}
+        channel.send({"value": repr(value)})

@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute
 
 from autoresearch_mcp.contract.env import ENV_TOKEN
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.body_limit import MCP_BODY_BYTES, BodyLimit
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.runs import RunService
@@ -108,6 +109,7 @@ def build_http_app(
     mcp = build_server(research, token_verifier=verifier, auth=auth)
     security = transport_security(host, allowed_hosts)
     app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
+    app.add_middleware(BodyLimit, max_bytes=MCP_BODY_BYTES)  # every route, before auth reads anything
     service = research.runs
     app.router.routes.extend(extra_routes)
     if routes_factory is not None:

@@ -5,6 +5,7 @@ from mcp.server import MCPServer
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
+from autoresearch_mcp.server.text import prompt_error
 
 PROMPT_NAME = "autoresearch"
 
@@ -48,4 +49,4 @@ def register(mcp: MCPServer, research: Research) -> None:
         try:
             return render_program(research.runs.task(task))
         except ResearchError as exc:
-            raise ValueError(str(exc)) from None
+            raise prompt_error(str(exc)) from None

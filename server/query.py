@@ -1,9 +1,11 @@
 """query_results: read-only SQL over the documented views, enforced by SQLite itself.
 
-The query runs on its own connection opened with `mode=ro` (no write can reach the file), under an
-authorizer that allows SELECT, reads of the views, reads of base tables only as a view's own expansion,
-and a list of harmless functions; it denies everything else (writes, ATTACH, PRAGMA, extensions, the
-schema table). A progress handler aborts a query after TIME_LIMIT_S; rows and cell sizes are capped.
+The query runs in a worker process (query_worker.py: killed if it overruns, since one SQLite function
+call can outlast any progress handler), on its own connection opened with `mode=ro` (no write can reach
+the file), under an authorizer that allows SELECT, reads of the views, reads of base tables only as a
+view's own expansion, and a list of harmless functions; it denies everything else (writes, ATTACH,
+PRAGMA, extensions, the schema table). A progress handler ends a query after TIME_LIMIT_S; rows and cell
+sizes are capped; printf/format refuse widths and precisions that would build huge strings.
 
 Why the view check needs a reference set: SQLite names the "view" responsible for a base-table read, but
 a CTE counts as one too, so `WITH v_runs AS (SELECT * FROM events) ...` would pass a name check. A base
@@ -11,6 +13,8 @@ read is allowed only when that (table, column) is one the real view itself reads
 database with EXPLAIN, not parsed from text), and every view exposes what it reads.
 """
 
+import math
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -49,11 +53,21 @@ _SAFE = """
     log2 mod pi pow power radians sin sqrt tan trunc
 """
 SAFE_FUNCTIONS = frozenset(_SAFE.split())
+MAX_FORMAT_WIDTH = 1000  # printf/format: widths and precisions beyond this build strings nobody reads
+_FORMAT_SPEC = re.compile(r"%%|%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
 def query_views(db_path: Path, sql: str, max_rows: int = 200) -> QueryResult:
+    """Run one read-only query in the query worker (a process: see query_worker.py)."""
+    from autoresearch_mcp.server.query_worker import query_in_worker  # (it imports this module)
+
     if not 1 <= max_rows <= MAX_ROWS:
         raise ResearchError(f"max_rows must be between 1 and {MAX_ROWS}", kind="bad_query")
+    return query_in_worker(db_path, sql, max_rows)
+
+
+def run_query(db_path: Path, sql: str, max_rows: int) -> QueryResult:
+    """The query itself, in this process (the worker's side)."""
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
     try:
         return _run(conn, sql, max_rows)
@@ -61,11 +75,33 @@ def query_views(db_path: Path, sql: str, max_rows: int = 200) -> QueryResult:
         conn.close()
 
 
+def _bounded_format(denied: list[str]) -> Any:
+    """printf/format as SQLite has them, refusing `*` and widths or precisions over MAX_FORMAT_WIDTH."""
+    builtin = sqlite3.connect(":memory:")  # its own printf is the real one
+
+    def printf(form: Any, *args: Any) -> Any:
+        if isinstance(form, str):
+            for match in _FORMAT_SPEC.finditer(form):
+                for size in match.groups():
+                    if size == "*" or (size is not None and int(size) > MAX_FORMAT_WIDTH):
+                        denied.append(
+                            f"printf/format width or precision {size} is not allowed "
+                            f"(at most {MAX_FORMAT_WIDTH}, and no *)"
+                        )
+                        raise ValueError(denied[-1])
+        marks = ", ".join("?" * (1 + len(args)))
+        return builtin.execute(f"SELECT printf({marks})", (form, *args)).fetchone()[0]
+
+    return printf
+
+
 def _run(conn: sqlite3.Connection, sql: str, max_rows: int) -> QueryResult:
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     reads = _view_reads(conn)
     denied: list[str] = []
+    for name in ("printf", "format"):
+        conn.create_function(name, -1, _bounded_format(denied))
     conn.set_authorizer(_authorizer(reads, denied))
     started = time.monotonic()
     deadline = started + TIME_LIMIT_S
@@ -187,6 +223,8 @@ def _explain(exc: sqlite3.Error, denied: list[str], timed_out: bool) -> str:
 def _cell(value: Any) -> Any:
     if isinstance(value, bytes):
         value = value.hex()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no infinity: the model reads "inf"
     if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
         return value[:MAX_CELL_CHARS] + f"…[{len(value) - MAX_CELL_CHARS} more characters]"
     return value

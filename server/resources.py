@@ -35,7 +35,7 @@ def register(mcp: MCPServer, research: Research) -> None:
     @mcp.resource(RUNS_URI, name="runs", mime_type="application/json")
     def runs_resource() -> str:
         """Every run with task, status, best and budget used."""
-        return RunList(runs=service.store.list_runs()).model_dump_json()
+        return RunList(runs=service.list_runs()).model_dump_json()
 
     @mcp.resource(SUMMARY_URI, name="run-summary", mime_type="text/plain")
     @_not_found

@@ -6,6 +6,7 @@ so the MCP server (which runs sync tools on worker threads) keeps answering othe
 """
 
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -26,12 +27,14 @@ from autoresearch_mcp.contract.models import (
     Run,
     RunStatus,
 )
+from autoresearch_mcp.sandbox.resources import sweep_stale_sandboxes
 from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.summary import render_summary
-from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, execute_safely
 from autoresearch_mcp.server.tasks.registry import make_task
+from autoresearch_mcp.server.text import check_text, scrub_paths
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +76,18 @@ class RunService:
         count = self.store.mark_orphans_interrupted()
         if count:
             log.warning("marked %d experiment(s) interrupted: the server stopped while they ran", count)
+        swept = sweep_stale_sandboxes()  # the working directories (and cgroups) a killed server left
+        if swept:
+            log.warning("removed %d sandbox directories or cgroups left by stopped processes", swept)
         return count
 
     # -- runs --------------------------------------------------------------------------------
     def start_run(
         self, task: str, budget: int, target: float | None, seed: int, name: str | None
     ) -> tuple[Run, str]:
+        check_text(name, "the run name")
+        if target is not None and not math.isfinite(target):
+            raise ResearchError(f"target must be a finite number, got {target!r}")
         spec = self.task(task)
         config = {"metric": spec.metric, "direction": spec.direction, "options": spec.options()}
         run = self.store.create_run(
@@ -92,6 +101,11 @@ class RunService:
         )
         self.events.run_started(run)
         return run, self.summary(run.id)
+
+    def list_runs(self, status: RunStatus | None = None) -> list[Run]:
+        """Every run, newest first, as a model may see them: no absolute paths in their options (runs
+        started before the options stopped holding the data path still have it stored)."""
+        return [_without_paths(run) for run in self.store.list_runs(status)]
 
     def default_run_id(self, preferred: str | None) -> str:
         """The session's run if it has one, else the only running run. With several running and no
@@ -119,6 +133,7 @@ class RunService:
         return render_summary(self.store, run, self.task(run.task))
 
     def finish_run(self, run_id: str, reason: str) -> tuple[Run, str]:
+        check_text(reason, "the reason", multiline=True)
         run = self.store.get_run(run_id)
         if run.status == "running":
             status: RunStatus = "stopped"
@@ -155,6 +170,7 @@ class RunService:
         """Validate and reserve: the experiment row exists (and counts against the budget) from here on.
 
         Invalid params and exact repeats are refused, logged, and cost nothing."""
+        check_text(note, "the note", multiline=True)
         run = self.store.get_run(run_id)
         task = self.task(run.task)
         try:
@@ -181,16 +197,27 @@ class RunService:
     def record_outcome(self, exp_id: int, outcome: Outcome, duration_s: float) -> ExperimentResult:
         """Store a reserved experiment's outcome; update the run (best, converged, exhausted)."""
         exp = self.store.get_experiment(exp_id)
-        if outcome.state_update:
-            self.store.update_run_options(exp.run_id, outcome.state_update)
-        done = self.store.complete_experiment(
-            exp_id,
-            status=outcome.status,
-            metrics=outcome.metrics,
-            metric=outcome.metric,
-            error_tail=outcome.error_tail,
-            duration_s=duration_s,
-        )
+        try:
+            if outcome.state_update:
+                self.store.update_run_options(exp.run_id, outcome.state_update)
+            done = self.store.complete_experiment(
+                exp_id,
+                status=outcome.status,
+                metrics=outcome.metrics,
+                metric=outcome.metric,
+                error_tail=outcome.error_tail,
+                duration_s=duration_s,
+            )
+        except Exception as exc:  # the boundary: an experiment whose process ended never stays running
+            log.exception("recording experiment %d failed", exp_id)
+            done = self.store.complete_experiment(
+                exp_id,
+                status="crash",
+                metrics={},
+                metric=None,
+                error_tail=f"the result could not be recorded ({type(exc).__name__})",
+                duration_s=duration_s,
+            )
         return self._result(exp.run_id, done)
 
     def record_interrupted(self, exp_id: int, reason: str, duration_s: float) -> ExperimentResult:
@@ -201,10 +228,7 @@ class RunService:
         return self._result(exp.run_id, exp)
 
     def _execute(self, task: Task, params: Any, source: str, ctx: ExecContext) -> Outcome:
-        try:
-            return task.execute(params, source, ctx)
-        except ResearchError as exc:  # e.g. the data went missing after the run started
-            return Outcome(status="crash", error_tail=str(exc))
+        return execute_safely(task, params, source, ctx)
 
     def _result(self, run_id: str, exp: Experiment) -> ExperimentResult:
         run = self.store.get_run(run_id)
@@ -260,6 +284,7 @@ class RunService:
         text = text.strip()
         if not text:
             raise ResearchError("the note is empty")
+        check_text(text, "the note", multiline=True)
         if len(text) > MAX_NOTE_CHARS:
             raise ResearchError(
                 f"notes are at most {MAX_NOTE_CHARS} characters (got {len(text)}); summarise it"
@@ -296,6 +321,7 @@ class RunService:
             )
         if (source is None) == (edits is None):
             raise self.refuse(run_id, tool, "give exactly one of `source` (the whole file) or `edits`")
+        check_text(description, "the description", multiline=True)
         current = self.store.artifacts.get(run_id)
         try:
             new_source = source if source is not None else apply_edits(current.source, edits or [])
@@ -343,6 +369,14 @@ class RunService:
         return self.store.artifacts.add(
             run_id, old.source, f"revert to v{version}", expected_parent=current.version
         )
+
+
+def _without_paths(run: Run) -> Run:
+    options = run.config.get("options")
+    if not isinstance(options, dict):
+        return run
+    public = {key: scrub_paths(value) if isinstance(value, str) else value for key, value in options.items()}
+    return run.model_copy(update={"config": {**run.config, "options": public}})
 
 
 def _params_error(exc: ValidationError, task: Task) -> str:

@@ -22,6 +22,7 @@ from starlette.templating import Jinja2Templates
 
 from autoresearch_mcp.contract.env import transcripts_dir
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.body_limit import DASHBOARD_BODY_BYTES, BodyLimit
 from autoresearch_mcp.server.dashboard.render import ENV, run_context
 from autoresearch_mcp.server.dashboard.views import VersionDiff, run_detail, run_rows, version_diff
 from autoresearch_mcp.server.store import Store
@@ -171,7 +172,7 @@ def dashboard_app(
         Route("/fragments/runs/{run_id}", dash.guarded(dash.fragment_run)),
         Route("/fragments/runs/{run_id}/diff", dash.guarded(dash.fragment_diff)),
     ]
-    middleware = (
-        [Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))] if allowed_hosts else []
-    )
+    middleware = [Middleware(BodyLimit, max_bytes=DASHBOARD_BODY_BYTES)]  # the login form is the only body
+    if allowed_hosts:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
     return Starlette(routes=routes, middleware=middleware)

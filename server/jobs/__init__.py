@@ -18,6 +18,7 @@ from autoresearch_mcp.server.jobs.executors import Executor, JobFuture, OnStart,
 from autoresearch_mcp.server.runs import PreparedExperiment, RunService
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks.base import Outcome
+from autoresearch_mcp.server.text import scrub_paths
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class JobService:
             event.set()
 
     def _reason(self, exc: Exception) -> str:
-        text = str(exc) or type(exc).__name__
+        text = scrub_paths(str(exc) or type(exc).__name__)
         if self._closed:
             return f"the server shut down before this job finished ({text})"
         if type(exc).__name__ == "KilledWorker":  # by name: distributed is imported only with Dask

@@ -83,7 +83,7 @@ class _WorkerProcess:
             raise WorkerDied(f"the worker process (pid {self.pid}) died: {_exit_reason(self.proc.wait())}")
         reply = json.loads(line)
         if "error" in reply:
-            raise JobCrashed(f"the worker (pid {self.pid}) failed:\n{reply['error']}")
+            raise JobCrashed(f"the job's worker failed: {reply['error']}")
         return reply["ok"]
 
     def stop(self) -> None:

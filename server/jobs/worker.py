@@ -19,9 +19,9 @@ import time
 import traceback
 from typing import Any
 
-from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
+from autoresearch_mcp.server.tasks.base import ExecContext, Task, execute_safely
 from autoresearch_mcp.server.tasks.registry import make_task_from
+from autoresearch_mcp.server.text import scrub_paths
 
 DASK_TOPIC = "autoresearch-jobs"
 _tasks: dict[str, Task] = {}  # per worker process: a task may cache data between jobs
@@ -36,10 +36,10 @@ def execute_job(payload: dict[str, Any]) -> dict[str, Any]:
     task = _tasks[key]
     params = task.params_model.model_validate(payload["params"])
     ctx = ExecContext.model_validate(payload["ctx"])
-    try:
-        outcome = task.execute(params, payload["source"], ctx)
-    except ResearchError as exc:  # e.g. the data is missing on this machine
-        outcome = Outcome(status="crash", error_tail=f"on worker {socket.gethostname()}: {exc}")
+    # e.g. the data is missing on this machine: say which machine
+    outcome = execute_safely(
+        task, params, payload["source"], ctx, where=f"on worker {socket.gethostname()}: "
+    )
     return {"outcome": outcome.model_dump(), "duration_s": round(time.monotonic() - started, 3)}
 
 
@@ -79,8 +79,11 @@ def main() -> int:
     for line in sys.stdin:
         try:
             reply: dict[str, Any] = {"ok": execute_job(json.loads(line))}
-        except Exception:  # the top-level handler: report any failure as this job's error, keep serving
-            reply = {"error": traceback.format_exc()[-2000:]}
+        except (
+            Exception
+        ) as exc:  # the top-level handler: report any failure as this job's error, keep serving
+            traceback.print_exc()  # the full story goes to the server's log (our stderr is its stderr)
+            reply = {"error": scrub_paths(f"{type(exc).__name__}: {exc}")[:1000]}
         protocol.write(json.dumps(reply) + "\n")
         protocol.flush()
     return 0

@@ -1,12 +1,19 @@
 """What a task is: a fixed harness, a mutable artifact (train.py), a typed parameter schema, a metric."""
 
+import logging
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator
 
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan, TaskInfo
+from autoresearch_mcp.sandbox.results import BadResult, check_value
 from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
+from autoresearch_mcp.server.text import scrub_paths
+
+log = logging.getLogger(__name__)
+MAX_ERROR_CHARS = 2000
 
 PARAMS_TOOLS = ["run_experiment", "get_experiment_history", "add_note"]
 CODE_TOOLS = [
@@ -57,15 +64,34 @@ class ExecContext(BaseModel):
 
 
 class Outcome(BaseModel):
+    """What an experiment ended with. Everything in it is checked here, because it goes into the store
+    and back out through the tools' output schemas: finite numbers, bounded sizes, no absolute paths."""
+
     status: Literal["ok", "crash", "timeout", "incorrect"]
-    metrics: dict[str, float] = Field(default_factory=dict)
-    metric: float | None = None
+    metrics: dict[Annotated[str, Field(max_length=64)], FiniteFloat] = Field(
+        default_factory=dict, max_length=64
+    )
+    metric: FiniteFloat | None = None
     error_tail: str | None = Field(default=None, description="why it failed, and the end of its output")
     state_update: dict[str, Any] = Field(
         default_factory=dict,
         description="values the task wants kept in the run's options for later experiments "
         "(e.g. the baseline time measured once per run)",
     )
+
+    @field_validator("error_tail")
+    @classmethod
+    def _short_and_pathless(cls, value: str | None) -> str | None:
+        return None if value is None else scrub_paths(value)[-MAX_ERROR_CHARS:]
+
+    @field_validator("state_update")
+    @classmethod
+    def _plain(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            check_value(value)
+        except BadResult as exc:
+            raise ValueError(str(exc).replace("the sandbox's result", "state_update")) from None
+        return value
 
 
 class Task(ABC):
@@ -152,6 +178,25 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def execute_safely(task: Task, params: BaseModel, source: str, ctx: ExecContext, where: str = "") -> Outcome:
+    """The one boundary between a task's harness and the store: whatever `execute` does (a ResearchError,
+    a harness bug, an outcome with a value the store cannot keep), the result is a valid Outcome, and a
+    failure is a crash with a short message, never an exception that leaves an experiment running."""
+    try:
+        outcome = task.execute(params, source, ctx)
+        return Outcome.model_validate(outcome.model_dump())
+    except ResearchError as exc:  # e.g. the data went missing after the run started
+        return Outcome(status="crash", error_tail=f"{where}{exc}")
+    except ValidationError as exc:  # a value no record may hold (NaN, infinity, too large)
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        return Outcome(status="crash", error_tail=f"the result cannot be recorded: {problems}")
+    except Exception as exc:  # the boundary: a harness bug is this experiment's crash, logged in full here
+        log.exception("task %s failed outside the sandbox", task.name)
+        return Outcome(
+            status="crash", error_tail=f"the {task.name} harness failed: {type(exc).__name__}: {exc}"
+        )
 
 
 def sandbox_failure(result: SandboxResult) -> Outcome:

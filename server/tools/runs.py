@@ -53,7 +53,7 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
         status: Annotated[RunStatus | None, Field(description="only runs with this status")] = None,
     ) -> RunList:
         """Runs with task, status, best result and budget used, newest first."""
-        return RunList(runs=service.store.list_runs(status))
+        return RunList(runs=service.list_runs(status))
 
     @mcp.tool(annotations=READ_ONLY)
     @refusals

@@ -246,13 +246,15 @@ def test_returning_a_lazy_object_that_equals_anything_is_incorrect() -> None:
     assert outcome.status == "incorrect" and "output['total'] is a Anything" in (outcome.error_tail or "")
 
 
-def test_caching_the_first_answer_across_calls_is_incorrect() -> None:
+def test_caching_the_first_answer_across_calls_gains_nothing_because_every_call_starts_fresh() -> None:
+    # Each call runs in a fresh fork of the harness: the cache is empty every time, so the candidate
+    # computes (correctly) on every call, and nothing it kept can be handed to a later call.
     source = REFERENCE_AS_HELPER + (
         "\n\n_cache = []\n\n\ndef process_records(records):\n"
         "    if not _cache:\n        _cache.append(_reference(records))\n    return _cache[0]\n"
     )
     outcome = benchmark(source, baseline_ms=10.0)
-    assert outcome.status == "incorrect" and "call 2 of 4" in (outcome.error_tail or "")
+    assert outcome.status == "ok" and outcome.metrics["correct"] == 1.0
 
 
 def test_special_casing_a_known_benchmark_input_is_incorrect() -> None:

@@ -1,122 +1,149 @@
-"""Harness entry for codeopt-records: time the reference and a candidate `process_records` in the child.
+"""Harness entry for codeopt-records: time `process_records` on fresh inputs, in the sandbox.
 
-The harness owns the measurement, and the candidate cannot reach what decides it:
-- the timer is bound into this frame before any candidate code exists, so patching `time` changes nothing;
-- the inputs are regenerated per call from seeds the parent drew (fresh every benchmark, a distinct one
-  per call), so neither a cache nor a special case for a known input can pass;
-- correctness is judged in the parent, against a trusted twin of the reference, on plain copies taken
-  right after each call (a dict subclass or a lazy object is refused here, before it is copied);
-- the reference is timed before the candidate is loaded, in the same process and the same way.
-The guard (checked in the parent) and the restricted builtins below keep the candidate from introspecting
-its way into this frame; the OS sandbox keeps it from everything else.
+The process this runs in (the harness) never runs candidate code. Each call is made in a fork of it
+(sandbox/isolate.py) that generates its input from the call's seed, stamps the moment the input is ready,
+and only then loads train.py and calls it. The call's time runs from that stamp to the moment the fork
+sent the copied output, as the kernel stamped it (bounded by the harness's own clock on arrival). The candidate can neither do work on an
+input before that stamp (no candidate code exists in the fork before it), nor carry work from one call to
+the next (each fork starts from the harness, writes nowhere and cannot reach its siblings), nor move the
+harness's clock or write its report (another process). What the fork says about its own timing is only
+checked: it must fit in the measured window.
+
+The reference is timed the same way, in a sandbox run of its own (a payload without "source"), so a
+baseline never comes from a process that ran candidate code. Correctness is judged in the server.
+Inside the fork the candidate runs with proxy modules and restricted builtins (sandbox/proxies.py); the
+guard (checked in the server) refuses dunder attributes.
 """
 
-import builtins
 import gc
-import statistics
+import math
 import time
-import traceback
 import types
-from collections.abc import Callable
+from functools import lru_cache, partial
 from typing import Any
 
-from autoresearch_mcp.server.tasks.codeopt_records.records import load_reference, make_records
+from autoresearch_mcp.sandbox.isolate import Channel, Isolated, candidate_traceback, run_isolated, window
+from autoresearch_mcp.sandbox.proxies import HIDDEN_BUILTINS, Importer, make_importer, safe_builtins
+from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE, make_records
 
-# The task's guard policy is built from these (server/tasks/codeopt_records.py); they live here, free of
-# pydantic, because the child enforces them again at run time and should start fast.
+# The task's guard policy is built from these (task.py); they live here, free of pydantic, because the
+# child enforces them again at run time and should start fast.
 ALLOWED_IMPORTS = frozenset(
     {"collections", "itertools", "functools", "heapq", "operator", "math", "statistics", "bisect", "re"}
     | {"decimal", "fractions", "array", "copy", "typing"}
 )
 # String-to-attribute helpers would undo the ban on dunder attributes; get_type_hints evaluates strings.
 EXTRA_FORBIDDEN_NAMES = frozenset({"attrgetter", "methodcaller", "get_type_hints", "ForwardRef"})
-# Builtins the candidate's namespace does not get: the guard's forbidden names (a test keeps the two in
-# step) and the loader, which can import any built-in module.
-HIDDEN_BUILTINS = frozenset(
-    {"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "getattr", "setattr"}
-    | {"delattr", "input", "breakpoint", "exit", "quit", "help", "memoryview", "__loader__", "__spec__"}
-)
 MAX_OUTPUT_ITEMS = 200_000  # containers, scalars and string characters in one output
 MAX_DEPTH = 40
-_clock = time.perf_counter  # bound at import, long before a candidate is loaded
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one call's output as JSON (the reference's is about 4 KB)
+_clock = time.perf_counter  # CLOCK_MONOTONIC: the fork's stamps and the harness's compare directly
+__all__ = ["HIDDEN_BUILTINS", "candidate_globals", "run_benchmark"]
 
 
 class NotPlain(Exception):
     """The candidate returned something other than plain JSON types."""
 
 
+@lru_cache(maxsize=1)
+def _importer() -> Importer:
+    """The candidate's __import__, with every allowed module's proxy built now: in the harness, once,
+    before any fork (so building them is never part of a timed call). Each fork gets its own copy."""
+    importer = make_importer(ALLOWED_IMPORTS)
+    for name in sorted(ALLOWED_IMPORTS):
+        importer(name)
+    return importer
+
+
+def candidate_globals() -> dict[str, Any]:
+    """A fresh namespace for train.py: proxies of the allowed modules only, restricted builtins."""
+    return {"__builtins__": safe_builtins(_importer()), "__name__": "candidate"}
+
+
 def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
-    """Payload: source, n_records, seeds (one per call; the first call is a warm-up), baseline_seeds
-    (present only when the run's baseline is still to be measured). Returns times in ms and outputs."""
-    clock, make = _clock, make_records  # locals: rebinding the module attributes later has no effect
+    """Payload: n_records, seeds (one per call; the first call is a warm-up) and source, or no source
+    for the reference. Returns the measured time of every call in ms and the outputs, or an error."""
     n = int(payload["n_records"])
     seeds = [int(seed) for seed in payload["seeds"]]
-    result: dict[str, Any] = {}
-    if payload.get("baseline_seeds"):
-        times, _ = _time_calls(load_reference(), n, [int(s) for s in payload["baseline_seeds"]], clock, make)
-        result["baseline_ms"] = _median_ms(times)
     try:
-        candidate = _load(payload["source"])
-    except BaseException:  # whatever the candidate raises, SystemExit too, is its failure
-        return {**result, "error": "load", "detail": _traceback_tail()}
-    try:
-        times, outputs = _time_calls(candidate, n, seeds, clock, make, keep_outputs=True)
-    except NotPlain as exc:
-        return {**result, "error": "type", "detail": str(exc)}
-    except BaseException:
-        return {**result, "error": "raised", "detail": _traceback_tail()}
-    return {**result, "time_ms": _median_ms(times), "times_ms": [t * 1000 for t in times], "outputs": outputs}
-
-
-def _time_calls(
-    function: Callable[[Any], Any],
-    n: int,
-    seeds: list[int],
-    clock: Callable[[], float],
-    make: Callable[[int, int], list[dict[str, Any]]],
-    keep_outputs: bool = False,
-) -> tuple[list[float], list[Any]]:
-    times, outputs = [], []
+        code = compile(payload.get("source", REFERENCE_SOURCE), "train.py", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # compiling runs none of it
+        return {"error": "load", "detail": candidate_traceback()}
+    candidate_globals()  # the proxies, built here once: every fork finds them ready
+    gc.collect()
+    gc.freeze()  # the forks' collections skip what they share with this process (no copy-on-write)
+    times_ms, outputs = [], []
     for seed in seeds:
-        records = make(n, seed)
-        gc.collect()
-        gc.disable()  # as timeit does: a collection triggered by earlier garbage is not this call's cost
-        try:
-            start = clock()
-            output = function(records)
-            elapsed = clock() - start
-        finally:
-            gc.enable()
-        times.append(elapsed)
-        if keep_outputs:
-            outputs.append(_plain_copy(output))
-        del records, output
-    return times, outputs
+        call = run_isolated(
+            partial(_one_call, code, n, seed), writable=None, max_messages=2, max_bytes=MAX_MESSAGE_BYTES
+        )
+        verdict = _judge_call(call)
+        if "error" in verdict:
+            return verdict
+        times_ms.append(verdict["time_ms"])
+        outputs.append(verdict["output"])
+    return {"times_ms": times_ms, "outputs": outputs}
 
 
-def _median_ms(times: list[float]) -> float:
-    timed = times[1:] or times  # the first call warms up caches and is not timed
-    return statistics.median(timed) * 1000
+def _judge_call(call: Isolated) -> dict[str, Any]:
+    """One call's measured time and output, from what the harness received and when."""
+    if call.problem is not None:
+        return {"error": "protocol", "detail": f"process_records' process {call.problem}"}
+    received = [item.message for item in call.messages]
+    ready = received[0].get("ready") if received and isinstance(received[0], dict) else None
+    if not isinstance(ready, float):
+        call.mirror("the benchmark call ended without a result")
+    if not call.forked_at <= ready <= call.messages[0].arrived:
+        return {"error": "harness", "detail": "the call's start stamp is outside its process's lifetime"}
+    if len(received) < 2:
+        call.mirror("process_records' process ended without a result")
+    result = received[1]
+    if not isinstance(result, dict) or ("error" in result) == ("output" in result):
+        return {"error": "harness", "detail": "the call's process sent a malformed result"}
+    if "error" in result:
+        kind = result["error"] if result["error"] in ("load", "raised", "type") else "raised"
+        return {"error": kind, "detail": str(result.get("detail", ""))[:2000]}
+    measured = window(call.messages[0], call.messages[1])
+    reported = result.get("call_ms")
+    # The one claim the fork makes about time: it must fit in what was measured around it.
+    if not isinstance(reported, float) or not math.isfinite(reported) or not 0 <= reported / 1000 <= measured:
+        return {
+            "error": "harness",
+            "detail": f"the call reported {reported!r} ms, which does not fit in "
+            f"the {measured * 1000:.3f} ms the harness measured around it",
+        }
+    return {"time_ms": measured * 1000, "output": result["output"]}
 
 
-def _guarded_import(
-    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-) -> types.ModuleType:
-    # The guard already refused other imports; this holds even for source that never went through it.
-    if level or name.split(".")[0] not in ALLOWED_IMPORTS:
-        raise ImportError(f"import of {name!r} is not allowed in this sandbox")
-    return builtins.__import__(name, globals, locals, fromlist, level)
-
-
-def _load(source: str) -> Callable[[Any], Any]:
-    safe_builtins = {key: value for key, value in vars(builtins).items() if key not in HIDDEN_BUILTINS}
-    safe_builtins["__import__"] = _guarded_import
-    namespace: dict[str, Any] = {"__builtins__": safe_builtins, "__name__": "candidate"}
-    exec(compile(source, "train.py", "exec"), namespace)
-    function = namespace.get("process_records")
-    if not isinstance(function, types.FunctionType):
-        raise TypeError(f"train.py must define a function process_records(records), got {type(function)}")
-    return function
+def _one_call(code: types.CodeType, n: int, seed: int, channel: Channel) -> None:
+    """In the fork: make the input, stamp the start, then load and call the candidate."""
+    records = make_records(n, seed)
+    namespace = candidate_globals()
+    clock = _clock
+    gc.collect()
+    gc.disable()  # as timeit does: a collection triggered by earlier garbage is not this call's cost
+    channel.ready()  # from here on, candidate code may run: nothing below is trusted
+    try:
+        exec(code, namespace)
+        function = namespace.get("process_records")
+        if not isinstance(function, types.FunctionType):
+            raise TypeError(f"train.py must define a function process_records(records), got {type(function)}")
+    except BaseException:  # whatever the candidate raises, SystemExit too, is its failure
+        channel.send({"error": "load", "detail": candidate_traceback()})
+        return
+    try:
+        start = clock()
+        output = function(records)
+        elapsed = clock() - start
+    except BaseException:
+        channel.send({"error": "raised", "detail": candidate_traceback()})
+        return
+    try:
+        plain = _plain_copy(output)
+    except NotPlain as exc:
+        channel.send({"error": "type", "detail": str(exc)})
+        return
+    channel.send({"output": plain, "call_ms": elapsed * 1000})
 
 
 def _plain_copy(value: Any) -> Any:
@@ -130,7 +157,15 @@ def _plain_copy(value: Any) -> Any:
             raise NotPlain(f"the output is too large (over {MAX_OUTPUT_ITEMS} items and characters)")
         if depth > MAX_DEPTH:
             raise NotPlain(f"{path}: nested more than {MAX_DEPTH} levels deep")
-        if kind in (str, int, float, bool) or item is None:
+        if kind in (str, bool) or item is None:
+            return item
+        if kind is int:
+            if abs(item) > 2**63:
+                raise NotPlain(f"{path} is an integer of {item.bit_length()} bits; at most 64 are compared")
+            return item
+        if kind is float:
+            if not math.isfinite(item):
+                raise NotPlain(f"{path} is {item!r}; numbers must be finite")
             return item
         if kind is list:
             return [copy(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(item)]
@@ -144,7 +179,3 @@ def _plain_copy(value: Any) -> Any:
         raise NotPlain(f"{path} is a {kind.__name__}; return only dict, list, str, int, float, bool and None")
 
     return copy(value, "output", 0)
-
-
-def _traceback_tail(limit: int = 1500) -> str:
-    return traceback.format_exc()[-limit:]

@@ -9,9 +9,10 @@ starts as the slow reference and must keep `def process_records(records)`.
 
 import random
 import secrets
-from typing import Any
+import statistics
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
@@ -37,9 +38,34 @@ POLICY = GuardPolicy(
 )
 DEFAULT_RECORDS = 10_000
 DEFAULT_REPEATS = 20
-# Plain Python on 10k small dicts needs ~100 MB; a first benchmark (baseline + candidate, 21 calls each)
-# takes 3-4 s, so 30 s leaves room for a candidate several times slower than the reference.
-DEFAULT_LIMITS = Limits(wall_s=30, cpu_s=30, memory_mb=512, output_bytes=16_000, file_mb=8, threads=1)
+# Plain Python on 10k small dicts needs ~100 MB; a benchmark (21 calls, each in a fork that makes its own
+# input) takes about 2 s, so 30 s leaves room for a candidate several times slower than the reference.
+DEFAULT_LIMITS = Limits(wall_s=30, cpu_s=30, memory_mb=512, output_bytes=16_000, file_mb=8, disk_mb=16)
+MAX_CALLS = 1000
+Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class Calls(BaseModel):
+    """What the harness measured: each call's time and its output."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    times_ms: list[Millis] = Field(min_length=1, max_length=MAX_CALLS)
+    outputs: list[Any] = Field(min_length=1, max_length=MAX_CALLS)
+
+
+class Failure(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    error: Literal["load", "raised", "type", "protocol", "harness"]
+    detail: str = Field(max_length=4000)
+
+
+REPORT = TypeAdapter(Calls | Failure)
+FAILURES = {
+    "load": "train.py failed to load",
+    "raised": "process_records raised an exception",
+    "protocol": "process_records' process broke the harness's protocol",
+    "harness": "the benchmark harness refused the result",
+}
 
 
 class CodeOptTask(Task):
@@ -98,34 +124,59 @@ class CodeOptTask(Task):
         # Fresh, unguessable inputs every benchmark: no cache or special case for a known input can pass.
         rng = random.Random(f"{ctx.run_id}:{ctx.seed}:{ctx.iteration}:{secrets.token_hex(16)}")
         seeds = _distinct_seeds(rng, calls)
-        payload: dict[str, Any] = {"source": source, "n_records": n, "seeds": seeds}
-        baseline = options.get("baseline_ms")
-        if baseline is None:  # measured once per run, in the same harness, before the candidate loads
-            payload["baseline_seeds"] = _distinct_seeds(rng, calls)
-        result = run_sandboxed(ENTRY, payload, limits)
-        if result.status != "ok" or result.result is None:
-            return sandbox_failure(result)
-        data = result.result
         state: dict[str, Any] = {}
-        if baseline is None and isinstance(data.get("baseline_ms"), float):
-            baseline = data["baseline_ms"]
-            state["baseline_ms"] = baseline
-        return _judge(data, seeds, n, baseline, state)
+        baseline = options.get("baseline_ms")
+        if baseline is None:  # measured once per run, in a sandbox run that holds no candidate code
+            reference = _measure({"n_records": n, "seeds": _distinct_seeds(rng, calls)}, limits)
+            if isinstance(reference, Outcome):
+                tail = reference.error_tail or ""
+                return reference.model_copy(update={"error_tail": f"timing the reference failed: {tail}"})
+            baseline = state["baseline_ms"] = _median(reference.times_ms)
+        measured = _measure({"source": source, "n_records": n, "seeds": seeds}, limits)
+        if isinstance(measured, Outcome):
+            return measured.model_copy(update={"state_update": state})
+        return _judge(measured, seeds, n, float(baseline), state)
 
 
-def _judge(
-    data: dict[str, Any], seeds: list[int], n: int, baseline: float | None, state: dict[str, Any]
-) -> Outcome:
-    error, detail = data.get("error"), str(data.get("detail", ""))
-    if error == "type":
-        return Outcome(status="incorrect", metrics={"correct": 0.0}, error_tail=detail, state_update=state)
-    if error:
-        what = "train.py failed to load" if error == "load" else "process_records raised an exception"
-        return Outcome(status="crash", error_tail=f"{what}:\n{detail}", state_update=state)
-    outputs, time_ms = data.get("outputs"), data.get("time_ms")
-    if baseline is None or not isinstance(outputs, list) or len(outputs) != len(seeds) or not time_ms:
+def _measure(payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
+    """Run the harness on `payload`; its report, checked, or the failure as an outcome."""
+    result = run_sandboxed(ENTRY, payload, limits)
+    if result.status != "ok" or result.result is None:
+        return sandbox_failure(result)
+    try:
+        report = REPORT.validate_python(result.result)
+    except ValidationError as exc:
+        return Outcome(status="crash", error_tail=f"the benchmark harness returned a malformed report: {exc}")
+    if isinstance(report, Failure):
+        if report.error == "type":
+            return Outcome(status="incorrect", metrics={"correct": 0.0}, error_tail=report.detail)
+        return Outcome(status="crash", error_tail=f"{FAILURES[report.error]}:\n{report.detail}")
+    if len(report.outputs) != len(report.times_ms):
+        return Outcome(
+            status="crash", error_tail="the benchmark harness returned unmatched times and outputs"
+        )
+    problem = timing_problem(report.times_ms, result.wall_s)
+    if problem is not None:
+        return Outcome(status="crash", error_tail=problem)
+    return report
+
+
+def timing_problem(times_ms: list[float], wall_s: float) -> str | None:
+    """The harness's measured call times, added up, must fit in the sandbox run that contained them:
+    the runner's clock, outside the sandbox, bounds what anything inside it may report."""
+    total_ms = sum(times_ms)
+    if total_ms > wall_s * 1000:
+        return (
+            f"the benchmark harness reported {total_ms:.0f} ms of timed calls in a sandbox run that "
+            f"lasted {wall_s * 1000:.0f} ms; the result is refused"
+        )
+    return None
+
+
+def _judge(calls: Calls, seeds: list[int], n: int, baseline: float, state: dict[str, Any]) -> Outcome:
+    if len(calls.outputs) != len(seeds):
         return Outcome(status="crash", error_tail="the benchmark harness returned an incomplete result")
-    for call, (seed, output) in enumerate(zip(seeds, outputs, strict=True), start=1):
+    for call, (seed, output) in enumerate(zip(seeds, calls.outputs, strict=True), start=1):
         difference = first_difference(process_records_fast(make_records(n, seed)), output)
         if difference:
             where = f"call {call} of {len(seeds)}, input make_records({n}, seed={seed})"
@@ -135,15 +186,19 @@ def _judge(
                 error_tail=f"wrong output ({where}): {difference}",
                 state_update=state,
             )
-    speedup = float(baseline) / max(float(time_ms), 1e-6)
+    time_ms = _median(calls.times_ms)
     metrics = {
-        "speedup": round(speedup, 4),
-        "time_ms": round(float(time_ms), 4),
-        "baseline_ms": round(float(baseline), 4),
+        "speedup": round(baseline / max(time_ms, 1e-6), 4),
+        "time_ms": round(time_ms, 4),
+        "baseline_ms": round(baseline, 4),
         "correct": 1.0,
         "inputs": float(len(seeds)),
     }
     return Outcome(status="ok", metric=metrics["speedup"], metrics=metrics, state_update=state)
+
+
+def _median(times_ms: list[float]) -> float:
+    return statistics.median(times_ms[1:] or times_ms)  # the first call warms up and is not counted
 
 
 def _distinct_seeds(rng: random.Random, count: int) -> list[int]:

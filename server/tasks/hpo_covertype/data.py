@@ -26,7 +26,8 @@ N_CLASSES = 7
 
 @dataclass(frozen=True)
 class Split:
-    source: str
+    source: str  # where it came from, without a directory: "csv:covtype.csv.gz" or "sklearn.fetch_covtype"
+    digest: str  # of the training half and the test features: the same split, wherever it was read
     features_path: Path  # npz with X_train, y_train, X_test (no test labels)
     y_test: np.ndarray
     n_train: int
@@ -75,7 +76,7 @@ def _load_csv(path: Path) -> tuple[np.ndarray, np.ndarray, str]:
     y = frame.pop("Cover_Type").to_numpy(dtype=np.int64) - 1
     if y.min() < 0 or y.max() >= N_CLASSES:
         raise ResearchError(missing_data_message(f"{path}: Cover_Type must be 1..{N_CLASSES}"))
-    return frame.to_numpy(dtype=np.float32), y, f"csv:{path.resolve()}"
+    return frame.to_numpy(dtype=np.float32), y, f"csv:{path.name}"  # no directory: the model sees it
 
 
 @lru_cache(maxsize=4)
@@ -101,4 +102,4 @@ def prepare_split(csv_path: str | None) -> Split:
         tmp = cache / f"covtype-split-{digest}.{os.getpid()}.tmp.npz"
         np.savez(tmp, X_train=X_train, y_train=y_train, X_test=X_test)
         os.replace(tmp, features_path)
-    return Split(source, features_path, y_test, len(y_train), len(y_test))
+    return Split(source, digest, features_path, y_test, len(y_train), len(y_test))

@@ -6,17 +6,19 @@ here from the predictions the sandboxed train.py hands in). Mutable artifact: tr
 
 import os
 import textwrap
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, TypeAdapter, ValidationError
 from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
 from autoresearch_mcp.server.tasks.hpo_covertype import scripted
+from autoresearch_mcp.server.tasks.hpo_covertype.child import ALLOWED_IMPORTS, MAX_LOG_ITEMS
 from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, prepare_split
 from autoresearch_mcp.server.tasks.hpo_covertype.profile import PROFILE
 from autoresearch_mcp.server.tasks.registry import register
@@ -69,23 +71,10 @@ TRAIN_PY = textwrap.dedent(
 )
 
 GUARD = GuardPolicy(
-    allowed_imports=frozenset(
-        {
-            "harness",
-            "xgboost",
-            "sklearn",
-            "numpy",
-            "pandas",
-            "scipy",
-            "math",
-            "statistics",
-            "collections",
-            "itertools",
-            "functools",
-            "typing",
-            "dataclasses",
-        }
-    ),
+    allowed_imports=ALLOWED_IMPORTS | {"harness"},
+    # numpy arrays lead to ctypes (`array.ctypes._ctypes`); nothing a training script needs does.
+    extra_forbidden_names=frozenset({"ctypes", "ctypeslib"}),
+    private_attributes=False,
     required_functions={"main": ("params",)},
     required_calls=("harness.evaluate", "harness.log"),
 )
@@ -112,10 +101,19 @@ class HPOCovertypeTask(Task):
 
     def options(self) -> dict[str, Any]:
         split = prepare_split(self.data_path)  # fails now, clearly, if the data is missing
-        limits = Limits(wall_s=600, cpu_s=600 * self.threads, memory_mb=3072, threads=self.threads)
+        limits = Limits(
+            wall_s=600,
+            cpu_s=600 * self.threads,
+            memory_mb=3072,
+            threads=self.threads,
+            disk_mb=512,
+            processes=64 + 4 * self.threads,  # XGBoost and BLAS threads count as processes
+        )
+        # Where the data lives stays in the server's settings (list_runs and the views show options);
+        # the run keeps which split it was, and refuses to go on with another.
         return {
             "data": split.source,
-            "covtype_path": self.data_path,
+            "split_sha256": split.digest,
             "n_train": split.n_train,
             "n_test": split.n_test,
             "limits": limits.model_dump(),
@@ -128,7 +126,13 @@ class HPOCovertypeTask(Task):
         return check_source(source, GUARD)
 
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
-        split = prepare_split(ctx.options.get("covtype_path"))
+        split = prepare_split(ctx.options.get("covtype_path") or self.data_path)  # runs before issue 13
+        started_with = ctx.options.get("split_sha256")
+        if started_with is not None and split.digest != started_with:
+            raise ResearchError(
+                f"the Covertype data here ({split.source}) is not the split this run started with "
+                f"({ctx.options.get('data')}); serve with the same --data to go on"
+            )
         limits = Limits(**ctx.options["limits"])
         payload = {
             "source": source,
@@ -141,7 +145,15 @@ class HPOCovertypeTask(Task):
         result = run_sandboxed(ENTRY, payload, limits)
         if result.status != "ok" or result.result is None:
             return sandbox_failure(result)
-        predictions = np.asarray(result.result["predictions"])
+        try:
+            report = REPORT.validate_python(result.result)
+        except ValidationError as exc:
+            return Outcome(
+                status="crash", error_tail=f"the training harness returned a malformed report: {exc}"
+            )
+        if isinstance(report, TrainingFailure):
+            return Outcome(status="crash", error_tail=report.error)
+        predictions = np.asarray(report.predictions, dtype=np.int64)
         if predictions.shape != split.y_test.shape:
             return Outcome(
                 status="crash",
@@ -156,12 +168,30 @@ class HPOCovertypeTask(Task):
             "precision": round(float(precision), 6),
             "recall": round(float(recall), 6),
             "accuracy": round(float(accuracy_score(split.y_test, predictions)), 6),
-            "train_seconds": float(result.result["train_seconds"]),
+            "train_seconds": report.train_seconds,
         }
-        metrics.update(
-            {f"log_{k}": float(v) for k, v in result.result["log"].items() if isinstance(v, int | float)}
-        )
+        metrics.update({f"log_{k}": float(v) for k, v in report.log.items() if not isinstance(v, str)})
         return Outcome(status="ok", metrics=metrics, metric=metrics["macro_f1"])
+
+
+class TrainingReport(BaseModel):
+    """What the sandboxed harness reports (checked there already; checked again on arrival)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    predictions: list[Annotated[int, Field(ge=0, lt=N_CLASSES)]] = Field(max_length=10_000_000)
+    log: dict[
+        Annotated[str, Field(max_length=40)], int | FiniteFloat | Annotated[str, Field(max_length=200)]
+    ] = Field(max_length=MAX_LOG_ITEMS)
+    train_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class TrainingFailure(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    error: str = Field(max_length=2000)
+    train_seconds: float
+
+
+REPORT = TypeAdapter(TrainingReport | TrainingFailure)
 
 
 register("hpo-covertype", HPOCovertypeTask)

@@ -1,0 +1,197 @@
+"""Per-run resources beyond rlimits: a disk quota for the working directory, a process cap, and the
+sweep that removes what a killed server left behind.
+
+- Disk: RLIMIT_FSIZE caps each file; the total is polled (every POLL_S) from outside the sandbox, and the
+  run is killed once its working directory holds more than its quota of bytes or files, then checked
+  once more at the end. Between two polls a run can overshoot by what it writes in POLL_S.
+- Processes: a pids cgroup where this process may create one (cgroup v1 pids hierarchy, or a cgroup v2
+  directory that already delegates the pids controller); otherwise RLIMIT_NPROC, but only where it binds
+  (a non-root child in a user namespace of its own; the kernel never applies it to root). Threads count.
+- Sweep: sandbox directories and cgroups carry their owner's PID in their names; at start-up, those of
+  processes that no longer exist are removed.
+"""
+
+import contextlib
+import os
+import shutil
+import signal
+import stat
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+DIR_PREFIX = "autoresearch-sandbox-"
+CGROUP_PREFIX = "autoresearch-"
+POLL_S = 0.2
+
+
+class DiskWatch(threading.Thread):
+    """Polls a directory's size and entry count; calls `on_over` (once) when either passes its cap."""
+
+    def __init__(self, path: Path, max_bytes: int, max_files: int, on_over: Callable[[], None]) -> None:
+        super().__init__(daemon=True, name="sandbox-disk-watch")
+        self.path, self.max_bytes, self.max_files, self.on_over = path, max_bytes, max_files, on_over
+        self.problem: str | None = None
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(POLL_S):
+            if self.check():
+                self.on_over()
+                return
+
+    def stop(self) -> str | None:
+        """Stop polling, check once more, and say what was over the quota (None when nothing was)."""
+        self._halt.set()
+        self.join()
+        self.check()
+        return self.problem
+
+    def check(self) -> bool:
+        if self.problem is None:
+            used, files = usage(self.path, self.max_files)
+            if files > self.max_files:
+                self.problem = f"created more than {self.max_files} files in its working directory"
+            elif used > self.max_bytes:
+                self.problem = (
+                    f"wrote more than {self.max_bytes // (1024 * 1024)} MB in its working directory"
+                )
+        return self.problem is not None
+
+
+def usage(root: Path, max_files: int) -> tuple[int, int]:
+    """Bytes allocated and entries beneath `root`; counting stops past `max_files` entries."""
+    total, count = 0, 0
+    stack = [str(root)]
+    while stack and count <= max_files:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                count += 1
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += max(info.st_blocks * 512, info.st_size if stat.S_ISREG(info.st_mode) else 0)
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
+    return total, count
+
+
+# -- processes -------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def pids_root() -> Path | None:
+    """A pids-controller cgroup directory this process may create children in, or None."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    candidates = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            candidates.append(Path("/sys/fs/cgroup/pids") / path.lstrip("/"))
+        elif controllers == "":  # cgroup v2: usable only where the pids controller is delegated
+            for mount in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
+                candidate = mount / path.lstrip("/")
+                with contextlib.suppress(OSError):
+                    if "pids" in (candidate / "cgroup.subtree_control").read_text().split():
+                        candidates.append(candidate)
+    for candidate in candidates:
+        if (candidate / "cgroup.procs").exists() and os.access(candidate, os.W_OK):
+            probe = candidate / f"{CGROUP_PREFIX}probe-{uuid.uuid4().hex[:8]}"
+            try:
+                probe.mkdir()
+            except OSError:
+                continue
+            probe.rmdir()
+            return candidate
+    return None
+
+
+class PidsCgroup:
+    """A pids cgroup for one run: at most `limit` tasks (processes and threads)."""
+
+    def __init__(self, root: Path, limit: int) -> None:
+        self.path = root / f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.path.mkdir()
+        (self.path / "pids.max").write_text(str(limit))
+        self.procs = self.path / "cgroup.procs"
+
+    def kill_all(self) -> None:
+        kill_cgroup(self.path)
+
+    def remove(self) -> None:
+        remove_cgroup(self.path)
+
+
+def kill_cgroup(path: Path) -> None:
+    for _ in range(50):  # a process may fork while we kill: repeat until the group is empty
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        threading.Event().wait(0.01)
+
+
+def remove_cgroup(path: Path) -> None:
+    kill_cgroup(path)
+    for _ in range(100):  # rmdir fails while the killed processes are still being reaped
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            threading.Event().wait(0.02)
+
+
+# -- the sweep -------------------------------------------------------------------------------------
+def _owner_alive(name: str, prefix: str) -> bool:
+    pid_text, tagged, _ = name[len(prefix) :].partition("-")
+    if not tagged or not pid_text.isdigit():
+        return True  # not ours to judge (an untagged layout, or someone else's)
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_sandboxes() -> int:
+    """Remove sandbox directories and cgroups whose owning process is gone; how many were removed."""
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in Path(tempfile.gettempdir()).iterdir():
+            if (
+                entry.name.startswith(DIR_PREFIX)
+                and entry.is_dir()
+                and not _owner_alive(entry.name, DIR_PREFIX)
+            ):
+                shutil.rmtree(entry, ignore_errors=True)
+                removed += not entry.exists()
+    root = pids_root()
+    if root is not None:
+        with contextlib.suppress(OSError):
+            for entry in root.iterdir():
+                stale = entry.is_dir() and not _owner_alive(entry.name, CGROUP_PREFIX)
+                if entry.name.startswith(CGROUP_PREFIX) and stale:
+                    remove_cgroup(entry)
+                    removed += not entry.exists()
+    return removed

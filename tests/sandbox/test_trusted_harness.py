@@ -1,0 +1,169 @@
+"""Classes 2 and 3 of issue 13: even a candidate that has escaped every Python-level confinement (real
+`os`, `sys` and `gc`; see escaped_entry.py) cannot forge the report, move the timer, carry work from one
+timed call to the next, or touch the baseline, because all of that happens in processes it never runs in.
+"""
+
+import json
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from autoresearch_mcp.sandbox.child import landlock_abi
+from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
+from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome
+from autoresearch_mcp.server.tasks.codeopt_records import task as codeopt_task
+from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
+from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
+
+ESCAPED = "escaped_entry:run_escaped"
+SMALL = {"codeopt_records": 1000, "codeopt_repeats": 4}
+REFERENCE_AS_HELPER = REFERENCE_SOURCE.replace("def process_records(records):", "def _reference(records):")
+
+
+@pytest.fixture
+def escaped(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    allow_entry(ESCAPED)
+    monkeypatch.setattr(codeopt_task, "ENTRY", ESCAPED)
+    yield
+
+
+def benchmark(source: str, **options: Any) -> Outcome:
+    task = CodeOptTask(SMALL)
+    ctx = ExecContext(run_id="r-e", seed=3, iteration=1, options={**task.options(), **options})
+    return task.execute(NoParams(), source, ctx)
+
+
+def test_an_escaped_candidate_that_writes_a_forged_report_to_every_descriptor_gets_no_result(escaped):
+    forged = {"baseline_ms": 1e9, "time_ms": 1e-6, "times_ms": [1e-6] * 5, "error": "load", "detail": "x"}
+    source = (
+        textwrap.dedent(
+            f"""\
+        import os
+        FORGED = {json.dumps(json.dumps(forged))}.encode()
+        for fd in range(3, 256):
+            try:
+                os.write(fd, FORGED)
+            except OSError:
+                pass
+        os._exit(0)
+        """
+        )
+        + REFERENCE_SOURCE
+    )
+    outcome = benchmark(source)  # the run's first benchmark: the baseline is measured too
+    assert outcome.status == "crash" and outcome.metric is None, outcome
+    assert outcome.state_update.get("baseline_ms", 0.0) < 1000  # the real one, or none: never the forgery
+
+
+def test_an_escaped_candidate_that_patches_every_clock_in_its_process_is_timed_honestly(escaped):
+    source = (
+        textwrap.dedent(
+            """\
+        import builtins
+        import statistics
+        import sys
+        import time
+        time.perf_counter = time.monotonic = lambda: 0.0
+        statistics.median = lambda times: 1e-9
+        for module in list(sys.modules.values()):
+            if builtins.getattr(module, "__name__", "").startswith("autoresearch_mcp"):
+                for name in list(builtins.vars(module)):
+                    if "clock" in name or "median" in name:
+                        builtins.setattr(module, name, lambda *args: 1e-9)
+        """
+        )
+        + REFERENCE_SOURCE
+    )
+    outcome = benchmark(source, baseline_ms=1.0)
+    assert outcome.status == "ok", outcome
+    assert outcome.metrics["time_ms"] > 0.2 and outcome.metric < 20
+
+
+def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing(escaped):
+    # The payload (the seeds of every call) is in the harness's memory; an escaped candidate can find it.
+    source = REFERENCE_AS_HELPER + textwrap.dedent(
+        """\
+
+
+        import gc
+        import sys
+
+        _CACHE = {}
+
+
+        def _precompute():
+            records = sys.modules["autoresearch_mcp.server.tasks.codeopt_records.records"]
+            for obj in gc.get_objects():
+                if isinstance(obj, dict) and isinstance(obj.get("seeds"), list) and "n_records" in obj:
+                    for seed in obj["seeds"]:
+                        inputs = records.make_records(obj["n_records"], seed)
+                        _CACHE[repr(inputs[:3])] = _reference(inputs)
+
+
+        def process_records(records):
+            if not _CACHE:
+                _precompute()
+            answer = _CACHE.get(repr(records[:3]))
+            return answer if answer is not None else _reference(records)
+        """
+    )
+    honest = benchmark(REFERENCE_SOURCE, baseline_ms=1.0)
+    outcome = benchmark(source, baseline_ms=1.0)
+    assert honest.status == outcome.status == "ok", outcome
+    # Every call starts from nothing: the "cache" costs time instead of saving it.
+    assert outcome.metrics["time_ms"] > 0.5 * honest.metrics["time_ms"], (honest.metrics, outcome.metrics)
+
+
+@pytest.mark.skipif(landlock_abi() < 6, reason="signal scoping needs Landlock ABI 6")
+def test_an_escaped_candidate_cannot_signal_or_trace_the_process_that_reports(escaped):
+    source = (
+        textwrap.dedent(
+            """\
+        import os
+        import signal
+        OUTCOMES = []
+        for target in (os.getppid(), 1):
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                try:
+                    os.kill(target, sig)
+                    OUTCOMES.append("sent")
+                except OSError as exc:
+                    OUTCOMES.append(type(exc).__name__)
+        try:
+            os.close(os.open(f"/proc/{os.getppid()}/mem", os.O_RDONLY))
+            OUTCOMES.append("opened")
+        except OSError as exc:
+            OUTCOMES.append(type(exc).__name__)
+        assert "sent" not in OUTCOMES and "opened" not in OUTCOMES, OUTCOMES
+        """
+        )
+        + REFERENCE_SOURCE
+    )
+    outcome = benchmark(source, baseline_ms=1.0)
+    assert outcome.status == "ok", outcome
+
+
+def test_the_baseline_is_timed_in_a_sandbox_run_that_holds_no_candidate_code(monkeypatch):
+    payloads: list[dict[str, Any]] = []
+    real = codeopt_task.run_sandboxed
+
+    def recording(entry: str, payload: dict[str, Any], limits: Any) -> SandboxResult:
+        payloads.append(payload)
+        return real(entry, payload, limits)
+
+    monkeypatch.setattr(codeopt_task, "run_sandboxed", recording)
+    outcome = benchmark(REFERENCE_SOURCE)
+    assert outcome.status == "ok" and "baseline_ms" in outcome.state_update
+    reference = [p for p in payloads if "source" not in p]
+    candidate = [p for p in payloads if "source" in p]
+    assert len(reference) == 1 and len(candidate) == 1
+    assert not any(key.startswith("baseline") for key in candidate[0])
+
+
+def test_reported_times_that_do_not_fit_in_the_runs_wall_time_are_refused() -> None:
+    times = [20.0] * 5  # 100 ms of timed calls ...
+    problem = codeopt_task.timing_problem(times, wall_s=0.05)  # ... in a run that lasted 50 ms
+    assert problem is not None and "50 ms" in problem
+    assert codeopt_task.timing_problem(times, wall_s=0.5) is None
