@@ -6,7 +6,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch_mcp.contract.models import ArtifactInfo, ArtifactVersion
+from autoresearch_mcp.contract.models import ArtifactInfo, ArtifactVersion, line_count
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tools.common import ADDITIVE, READ_ONLY, RunId, RunResolver, refusals
 
@@ -24,7 +24,7 @@ def artifact_info(version: ArtifactVersion, with_source: bool) -> ArtifactInfo:
         sha256=version.sha256,
         description=version.description,
         source=version.source if with_source else None,
-        lines=version.source.count("\n") + 1,
+        lines=line_count(version.source),
     )
 
 
