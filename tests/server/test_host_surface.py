@@ -161,3 +161,17 @@ async def test_the_prompt_for_a_given_run_names_it_and_takes_its_task(settings):
         text = (await client.get_prompt("autoresearch", {"run_id": run_id})).messages[0].content.text
     assert f"Your run is {run_id}" in text and f"run_id={run_id!r} on every call" in text
     assert '"toy-quadratic"' in text and "start_run(" not in text
+
+
+async def test_without_run_id_a_call_never_lands_in_one_of_several_running_runs(settings):
+    server = build_server(Research(settings))
+    async with Client(server) as first:
+        one = await started(first)
+    async with Client(server) as second:
+        two = await started(second)
+    async with Client(server) as host:  # a new connection: it started nothing
+        result = await host.call_tool("run_experiment", {"params": {"x": 0.5}})
+    assert result.is_error
+    refusal = result.structured_content["refusal"]
+    assert refusal["kind"] == "ambiguous_run" and set(refusal["detail"]["running"]) == {one, two}
+    assert one in refusal["message"] and two in refusal["message"] and "pass run_id" in refusal["message"]
