@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import math
 import os
 from datetime import datetime
 from pathlib import Path
@@ -54,6 +55,16 @@ def check_agent_args(args: argparse.Namespace) -> None:
             "--hpo-threads configures a server this command spawns; with --server-url, start that server"
             " with `autoresearch-mcp serve --hpo-threads N` instead"
         )
+
+
+def target_arg(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"--target is a finite number, not {value!r}")
+    return number
 
 
 def temperature_arg(value: str) -> float:
@@ -131,7 +142,9 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="experiments the run may record, as start_run's budget (--iterations is the same flag)",
     )
-    parser.add_argument("--target", type=float, help="stop when the metric reaches this")
+    parser.add_argument(
+        "--target", type=target_arg, help="the run converges (and stops) when the metric reaches this"
+    )
     parser.add_argument(
         "--window",
         type=window_arg,
