@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,15 @@ def columns(rows: list[list[str]]) -> str:
     )
 
 
+def when(stamp: str | None) -> str:
+    """A stored timestamp to the minute, in UTC, saying so (as the report does)."""
+    if not stamp:
+        return "-"
+    moment = datetime.fromisoformat(stamp)
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
 def fmt(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -167,7 +177,15 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
     for run in shown:
         best = f"{fmt(run.best.metric)} (#{run.best.iteration})" if run.best else "-"
         rows.append(
-            [run.id, run.task, run.status, f"{run.used}/{run.budget}", best, run.created_at, run.name or ""]
+            [
+                run.id,
+                run.task,
+                run.status,
+                f"{run.used}/{run.budget}",
+                best,
+                when(run.created_at),
+                run.name or "",
+            ]
         )
     print(columns(rows))
     if len(shown) < len(runs):
@@ -207,9 +225,9 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     history = await rc.history(run.id)
     print(f"run {run.id}  {run.name or ''}".rstrip())
     print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")
-    print(f"metric {run.metric_name} ({arrow(run)}) · created {run.created_at}")
+    print(f"metric {run.metric_name} ({arrow(run)}) · created {when(run.created_at)}")
     if run.finish_reason:
-        print(f"finished {run.finished_at}: {run.finish_reason}")
+        print(f"finished {when(run.finished_at)}: {run.finish_reason}")
     print()
     print(summary.summary)
     print()

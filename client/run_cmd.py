@@ -4,7 +4,7 @@ import argparse
 import asyncio
 import math
 import os
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +211,7 @@ def spawn_args(args: argparse.Namespace) -> list[str]:
 def run_name(args: argparse.Namespace, mode: str) -> str:
     """Tells runs apart in `runs` and the dashboard: task, mode, backend, start time."""
     backend = args.llm if not args.model else f"{args.llm}:{args.model}"
-    return f"{args.task} {mode} {backend} {datetime.now().astimezone():%Y-%m-%d %H:%M}"[:100]
+    return f"{args.task} {mode} {backend} {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"[:100]
 
 
 async def known_task(rc: ResearchClient, name: str) -> TaskInfo:
