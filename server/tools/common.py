@@ -34,8 +34,8 @@ RunId = Annotated[
         min_length=1,
         max_length=64,
         description="the run id from start_run (or list_runs): pass it on every call. Omitted: the run "
-        "this connection started, where the connection keeps a session (stdio, HTTP sessions), else the "
-        "only running run; with several running and none named, the call is refused with their list",
+        "this connection started, on a connection that keeps a session (one opened with initialize), else "
+        "the only running run; with several running and none named, the call is refused with their list",
     ),
 ]
 
