@@ -3,21 +3,30 @@
 On a terminal: a panel refreshed four times a second with the run, its budget, the best result, the
 tokens used, and what is happening now (the experiment that is training, or the wait for the model)
 with a spinner and its elapsed time, so a 50-second training does not look like a hang. Anywhere else
-(a pipe, a log file, CI): one plain line per experiment and per refusal, never wrapped.
+(a pipe, a log file, CI): one plain line per experiment and per refusal, never wrapped. At the end: the
+panel once more from the run as the server has it, then the run's status in the database's words, the
+best result, the tokens, and where the run is kept with the commands that show it.
 """
 
+import argparse
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from rich.console import Group
 from rich.spinner import Spinner
 from rich.table import Table
 
+from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
+from autoresearch_mcp.contract.env import default_db_path
 from autoresearch_mcp.contract.models import ExperimentResult, Run
+from autoresearch_mcp.contract.transcript import load_transcript, totals
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
+PROG = "autoresearch-mcp"
+SCRIPTED_NOTE = "scripted backend: a deterministic test double, no language model was used"
 
 
 def short_params(params: dict[str, Any], limit: int = 6) -> str:
@@ -104,6 +113,63 @@ class LiveView:
         elapsed = time.monotonic() - self.since
         self.spinner.update(text=f"{elapsed:3.0f}s  {self.activity}")
         return Group(table, self.spinner)
+
+
+def where_to_look(args: argparse.Namespace, run_id: str) -> list[str]:
+    """Where the run is kept and the commands that show it."""
+    if args.server_url:
+        at = f" --server-url {args.server_url}"
+        return [f"stored by the server at {args.server_url}; look at it with:", f"  {PROG} show {run_id}{at}"]
+    db = Path(args.db).expanduser().resolve() if args.db else default_db_path()
+    flag = f" --db {db}" if args.db else ""
+    commands = [
+        (f"{PROG} show {run_id}{flag}", "summary, best, experiments"),
+        (f"{PROG} report {run_id}{flag}", "one HTML file"),
+        (f"{PROG} dashboard{flag}", "every run, live, in the browser"),
+    ]
+    width = max(len(command) for command, _ in commands)
+    return [f"stored in {db}; look at it with:"] + [f"  {c.ljust(width)}  # {what}" for c, what in commands]
+
+
+def result_lines(result: AgentResult, args: argparse.Namespace) -> list[str]:
+    """The final lines: the run's status as the database has it, best, tokens, where to look."""
+    total = totals(load_transcript(result.transcript))
+    run = result.run
+    status = run.status if run else "stopped"
+    lines = [f"{result.mode} run {result.run_id} {status}: {result.detail}"]
+    if run is not None and run.best is not None:
+        lines.append(
+            f"best {run.metric_name} {run.best.metric:.4f} at #{run.best.iteration}"
+            f" ({short_params(run.best.params) or 'train.py v' + str(run.best.artifact_version)})"
+        )
+    else:
+        lines.append("no successful experiment")
+    per = total.calls / result.experiments if result.experiments else 0.0
+    lines.append(
+        f"{result.experiments} experiments, {result.llm_calls} LLM calls ({per:.2f} per experiment);"
+        f" tokens: context {total.context:,} · full {total.full:,} · cache-weighted {total.cache_weighted:,.0f}"
+        f" · output {total.output:,}"
+    )
+    lines += where_to_look(args, result.run_id)
+    lines.append(f"transcript: {result.transcript}")
+    if result.scripted:
+        lines.append(SCRIPTED_NOTE)
+    return lines
+
+
+def final_panel(view: LiveView, result: AgentResult) -> Table:
+    """The live panel once more, from the run as the server has it at the end."""
+    run = result.run
+    table = Table(title=f"autoresearch-mcp · {view.mode} · {view.llm}", show_header=False)
+    if run is not None:
+        table.add_row("run", f"{run.id} ({run.task})")
+        table.add_row("status", run.status)
+        table.add_row("budget", f"{run.used}/{run.budget} used")
+        best = f"{run.metric_name} {run.best.metric:.4f} (#{run.best.iteration})" if run.best else "-"
+        table.add_row("best", best)
+    table.add_row("LLM calls", str(result.llm_calls))
+    table.add_row("tokens", f"context {view.context:,} · full {view.full:,}")
+    return table
 
 
 class ObservedClient(ResearchClient):

@@ -3,6 +3,8 @@ descriptions that say which task they serve, a refusal that explains a flat call
 calls, and a prompt scoped to its task and run."""
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -17,8 +19,15 @@ from autoresearch_mcp.server.tools import common, jobs
 pytestmark = pytest.mark.asyncio
 
 
-def client_for(settings: ServerSettings) -> Client:
-    return Client(build_server(Research(settings)), raise_exceptions=True)
+@asynccontextmanager
+async def client_for(settings: ServerSettings) -> AsyncIterator[Client]:
+    """A client of a fresh server; the research is closed after (its job workers are processes)."""
+    research = Research(settings).open()
+    try:
+        async with Client(build_server(research), raise_exceptions=True) as client:
+            yield client
+    finally:
+        research.close()
 
 
 async def started(client: Client, task: str = "toy-quadratic", budget: int = 5) -> str:
@@ -164,13 +173,17 @@ async def test_the_prompt_for_a_given_run_names_it_and_takes_its_task(settings):
 
 
 async def test_without_run_id_a_call_never_lands_in_one_of_several_running_runs(settings):
-    server = build_server(Research(settings))
-    async with Client(server) as first:
-        one = await started(first)
-    async with Client(server) as second:
-        two = await started(second)
-    async with Client(server) as host:  # a new connection: it started nothing
-        result = await host.call_tool("run_experiment", {"params": {"x": 0.5}})
+    research = Research(settings).open()
+    server = build_server(research)
+    try:
+        async with Client(server) as first:
+            one = await started(first)
+        async with Client(server) as second:
+            two = await started(second)
+        async with Client(server) as host:  # a new connection: it started nothing
+            result = await host.call_tool("run_experiment", {"params": {"x": 0.5}})
+    finally:
+        research.close()
     assert result.is_error
     refusal = result.structured_content["refusal"]
     assert refusal["kind"] == "ambiguous_run" and set(refusal["detail"]["running"]) == {one, two}
