@@ -1,27 +1,104 @@
-"""The `autoresearch-mcp` command: serve, and the client commands."""
+"""The `autoresearch-mcp` command: serve, run, look at what is stored, compare, dashboard, report.
+
+A user's mistake (a bad flag, an unknown task, a refused call, a missing key) is one line on stderr and
+exit status 2, never a traceback; `--help` on every command shows the defaults and an example.
+"""
 
 import argparse
 import sys
+from typing import NoReturn
 
 from autoresearch_mcp import __version__
-from autoresearch_mcp.client import compare, run_cmd
+from autoresearch_mcp.client import compare, inspect_cmd, run_cmd
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server import main as serve
 from autoresearch_mcp.server.dashboard import cli as dashboard_cli
 
+PROG = "autoresearch-mcp"
+
+DESCRIPTION = f"""Stateful autonomous ML experimentation over MCP: a server that keeps every experiment,
+and a thin agent that drives it.
+
+The agent's default backend is the paid Anthropic API (--llm anthropic, needs ANTHROPIC_API_KEY);
+--llm openai uses any OpenAI-compatible endpoint (e.g. a local server); --llm scripted is an offline
+test double that needs no model.
+
+examples:
+  {PROG} run --task hpo-covertype --llm scripted --budget 5
+  {PROG} runs
+  {PROG} show latest
+  {PROG} report latest"""
+
+# One example per command, shown at the end of its --help.
+EXAMPLES = {
+    "serve": f"{PROG} serve --db runs.db                      # stdio, as a host starts it\n"
+    f"  {PROG} serve --transport http --port 8765",
+    "run": f"{PROG} run --task hpo-covertype --llm scripted --budget 5\n"
+    f"  {PROG} run --task codeopt-records --llm openai --base-url http://127.0.0.1:8080/v1\n"
+    f"  {PROG} run --run-id r-0123456789 --llm scripted        # resume a run",
+    "compare": f"{PROG} compare --task hpo-covertype --llm scripted --budget 15 --seeds 42,123 --out results",
+    "dashboard": f"{PROG} dashboard --db runs.db                  # then open http://127.0.0.1:8770/",
+    "report": f"{PROG} report latest --out report.html",
+}
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the examples' line breaks; show a default wherever the help text does not already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or default in (None, False, argparse.SUPPRESS)
+            or "default" in text.lower()
+            or isinstance(action, argparse._VersionAction)
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """A usage error is one line (not the whole usage block) and exit status 2."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="autoresearch-mcp",
-        description="Stateful autonomous ML experimentation over MCP.",
-    )
+    parser = Parser(prog=PROG, description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve.configure(sub)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_cmd.configure(sub)
-    dashboard_cli.configure(sub)
+    inspect_cmd.configure(sub)
     compare.configure(sub)
+    dashboard_cli.configure(sub)
+    serve.configure(sub)
+    for action in sub._choices_actions:  # each command's one-line help heads its own --help
+        command = sub.choices[action.dest]
+        command.description = command.description or (action.help or "").capitalize() + "."
+        if action.dest in EXAMPLES and not command.epilog:
+            command.epilog = "example:\n  " + EXAMPLES[action.dest]
     return parser
+
+
+def research_error(exc: BaseException) -> ResearchError | None:
+    """The ResearchError inside `exc`, even when a task group wrapped it in exception groups."""
+    if isinstance(exc, ResearchError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := research_error(inner)) is not None:
+                return found
+    return None
+
+
+def one_line(message: str) -> str:
+    return " ".join(message.split())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,11 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except ResearchError as exc:
-        print(f"autoresearch-mcp: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BaseException as exc:  # the top-level handler: a user's error is one line, a bug is not hidden
+        if (error := research_error(exc)) is None:
+            raise
+        print(f"{PROG}: {one_line(str(error))}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

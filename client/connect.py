@@ -1,6 +1,7 @@
 """Connect the agent to the server: spawn it over stdio (default) or reach one over streamable HTTP."""
 
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,11 +13,14 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
-from autoresearch_mcp.contract.env import ENV_PREFIX
+from autoresearch_mcp.contract.env import ENV_LOG_LEVEL, ENV_PREFIX
 from autoresearch_mcp.contract.errors import REFUSAL_META, Refusal, ResearchError
-from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList, TaskInfo
+from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList, TaskInfo, TaskList
 
 M = TypeVar("M", bound=BaseModel)
+
+# "Error executing tool start_run: 1 validation error for start_runArguments\n<field>\n  <problem>\n  ..."
+VALIDATION = re.compile(r"Error executing tool \w+: \d+ validation errors? for \w+\n(?P<rest>.*)", re.S)
 
 # The SDK's stdio client passes only an allow-list of variables; the server also needs these.
 FORWARDED_EXACT = ("SCIKIT_LEARN_DATA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH")
@@ -54,7 +58,23 @@ def stdio_params(
         args += ["--db", str(Path(db).expanduser().resolve())]
     if data is not None:
         args += ["--data", str(Path(data).expanduser().resolve())]
-    return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=server_env())
+    # The spawned server's stderr is the user's terminal: warnings only, unless they asked for more.
+    env = {ENV_LOG_LEVEL: "WARNING", **server_env()}
+    return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=env)
+
+
+def condensed(text: str) -> str:
+    """A refusal on one line; the SDK's argument validation dump becomes `field: problem`."""
+    match = VALIDATION.match(text)
+    if match:
+        fields = [
+            f"{name}: {problem.split(' [type=')[0]}"
+            for name, problem in zip(
+                match["rest"].splitlines()[::3], match["rest"].splitlines()[1::3], strict=False
+            )
+        ]
+        text = "; ".join(" ".join(field.split()) for field in fields) or text
+    return " ".join(text.split())
 
 
 class ResearchClient:
@@ -80,7 +100,7 @@ class ResearchClient:
         outcome = await self.call(tool, arguments)
         if not outcome.ok:
             raise ResearchError(
-                f"{tool} failed: {outcome.text}",
+                f"{tool} refused: {condensed(outcome.text)}",
                 kind=outcome.refusal.kind if outcome.refusal else "bad_argument",
             )
         return outcome.as_model(model)
@@ -88,21 +108,27 @@ class ResearchClient:
     async def must(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = await self.call(tool, arguments)
         if not outcome.ok or outcome.data is None:
-            raise ResearchError(f"{tool} failed: {outcome.text}")
+            raise ResearchError(f"{tool} refused: {condensed(outcome.text)}")
         return outcome.data
 
     async def summary(self, run_id: str) -> str:
         contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}/summary")).contents
         return contents[0].text  # type: ignore[union-attr]
 
+    async def runs(self) -> list[Run]:
+        """Every run the server keeps, newest first."""
+        contents = (await self.client.read_resource("autoresearch://runs")).contents
+        return RunList.model_validate_json(contents[0].text).runs  # type: ignore[union-attr]
+
     async def run(self, run_id: str) -> Run:
-        runs = RunList.model_validate_json(
-            (await self.client.read_resource("autoresearch://runs")).contents[0].text  # type: ignore[union-attr]
-        )
-        for run in runs.runs:
+        for run in await self.runs():
             if run.id == run_id:
                 return run
-        raise ResearchError(f"run {run_id} disappeared from the server", kind="unknown_run")
+        raise ResearchError(f"no run {run_id} on this server (`runs` lists them)", kind="unknown_run")
+
+    async def tasks(self) -> list[TaskInfo]:
+        contents = (await self.client.read_resource("autoresearch://tasks")).contents
+        return TaskList.model_validate_json(contents[0].text).tasks  # type: ignore[union-attr]
 
     async def task(self, name: str) -> TaskInfo:
         contents = (await self.client.read_resource(f"autoresearch://tasks/{name}")).contents
@@ -128,6 +154,13 @@ class ResearchClient:
         return (await self.client.list_tools()).tools
 
 
+def leaf(exc: BaseException) -> BaseException:
+    """The first exception inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
 @asynccontextmanager
 async def connect(
     *,
@@ -150,13 +183,15 @@ async def connect(
         else:
             async with Client(stdio_params(db, data, server_args), read_timeout_seconds=3600) as client:
                 yield ResearchClient(client)
+    except* ResearchError as group:  # raised by the caller inside the session: pass it on unwrapped
+        raise leaf(group) from None
     except* MCPError as group:
-        first = group.exceptions[0]
+        first = leaf(group)
         hint = (
             " (an HTTP server that wants a token: check --token / AUTORESEARCH_TOKEN)" if server_url else ""
         )
         raise ResearchError(f"the MCP server failed: {first}{hint}") from None
     except* (OSError, httpx2.HTTPError) as group:
-        first = group.exceptions[0]
+        first = leaf(group)
         where = server_url or "the spawned stdio server"
         raise ResearchError(f"cannot reach {where}: {first}") from None

@@ -2,18 +2,19 @@
 
 import argparse
 import asyncio
+import math
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.live import Live
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from autoresearch_mcp.client.check import AgentConfig, AgentResult
-from autoresearch_mcp.client.connect import connect
+from autoresearch_mcp.client.connect import ResearchClient, connect
+from autoresearch_mcp.client.live import SCRIPTED_NOTE as SCRIPTED_NOTE  # compare's import
+from autoresearch_mcp.client.live import LiveView, ObservedClient, final_panel, result_lines
 from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm, temperature_problem
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.stateful import StatefulAgent
@@ -21,9 +22,6 @@ from autoresearch_mcp.client.stateless import StatelessAgent
 from autoresearch_mcp.contract.env import ENV_TOKEN, add_location_arguments
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run, StartedRun, TaskInfo
-from autoresearch_mcp.contract.transcript import load_transcript, totals
-
-SCRIPTED_NOTE = "scripted backend: a deterministic test double, no language model was used"
 
 
 def window_arg(value: str) -> int | None:
@@ -55,6 +53,16 @@ def check_agent_args(args: argparse.Namespace) -> None:
         )
 
 
+def target_arg(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"--target is a finite number, not {value!r}")
+    return number
+
+
 def temperature_arg(value: str) -> float:
     try:
         number = float(value)
@@ -65,20 +73,47 @@ def temperature_arg(value: str) -> float:
     return number
 
 
+MAX_BUDGET = 10_000  # start_run's bound
+
+
+def budget_arg(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= MAX_BUDGET:
+        raise argparse.ArgumentTypeError(
+            f"the budget is a whole number of experiments from 1 to {MAX_BUDGET}, not {value!r}"
+        )
+    return int(value)
+
+
+LLM_HELP = (
+    "who proposes the experiments: anthropic = the paid Anthropic API (the default; needs"
+    " ANTHROPIC_API_KEY), openai = any OpenAI-compatible endpoint (a local server needs only --base-url;"
+    " api.openai.com needs OPENAI_API_KEY), scripted = an offline test double, no language model,"
+    " scripted-sloppy = the same double with a small model's habits (copies, repeats, flat params)"
+)
+
+
 def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `run` and `compare`."""
     add_location_arguments(parser)
-    parser.add_argument("--task", default="hpo-covertype", help="hpo-covertype or codeopt-records")
+    parser.add_argument(
+        "--task",
+        default="hpo-covertype",
+        help="the task: hpo-covertype or codeopt-records (`tasks` lists them)",
+    )
     parser.add_argument(
         "--llm",
         choices=["anthropic", "openai", "scripted", "scripted-sloppy"],
         default="anthropic",
-        help="anthropic (default, the paid API), openai (any OpenAI-compatible endpoint), scripted (a "
-        "deterministic test double, no model), scripted-sloppy (the double with a small model's habits)",
+        help=LLM_HELP,
     )
-    parser.add_argument("--model", help="model name (anthropic default: claude-haiku-4-5)")
+    parser.add_argument(
+        "--model", help="model name (default: claude-haiku-4-5; openai: the endpoint's first model)"
+    )
     parser.add_argument("--max-tokens", type=int, default=1024, help="max output tokens per LLM call")
-    parser.add_argument("--base-url", help="LLM endpoint (openai: required unless OPENAI_BASE_URL is set)")
+    parser.add_argument(
+        "--base-url",
+        help="LLM endpoint, e.g. http://127.0.0.1:8080/v1 (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's)",
+    )
     parser.add_argument(
         "--prompt-caching", action="store_true", help="anthropic: cache system prompt and tools"
     )
@@ -98,8 +133,18 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         type=temperature_arg,
         help="openai: sampling temperature, 0 to 2 (default: the server's)",
     )
-    parser.add_argument("--iterations", type=int, default=15, help="experiment budget")
-    parser.add_argument("--target", type=float, help="stop when the metric reaches this")
+    parser.add_argument(
+        "--budget",
+        "--iterations",
+        dest="iterations",
+        type=budget_arg,
+        default=15,
+        metavar="N",
+        help="experiments the run may record, as start_run's budget (--iterations is the same flag)",
+    )
+    parser.add_argument(
+        "--target", type=target_arg, help="the run converges (and stops) when the metric reaches this"
+    )
     parser.add_argument(
         "--window",
         type=window_arg,
@@ -115,18 +160,28 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         " splits them between the modes)",
     )
     parser.add_argument(
-        "--token", default=os.environ.get(ENV_TOKEN), help=f"bearer token (default ${ENV_TOKEN})"
+        "--token",
+        default=os.environ.get(ENV_TOKEN),
+        help=f"bearer token for --server-url (default ${ENV_TOKEN})",
     )
 
 
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = sub.add_parser("run", help="run one autonomous experiment session")
+    parser = sub.add_parser("run", help="run one autonomous experiment session (or resume one with --run-id)")
     add_agent_arguments(parser)
-    parser.add_argument("--mode", choices=["stateful", "stateless"], default="stateful")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--name", help="a name for the run")
+    parser.add_argument(
+        "--mode",
+        choices=["stateful", "stateless"],
+        default="stateful",
+        help="stateful: the agent sends a bounded summary; stateless: the baseline that resends the history",
+    )
+    parser.add_argument("--seed", type=int, default=42, help="the run's seed (and the scripted double's)")
+    parser.add_argument("--name", help="a name for the run (default: task, mode, backend and start time)")
+    parser.add_argument(
+        "--run-id", help="resume this running run instead of starting one (its task and budget apply)"
+    )
     parser.add_argument("--transcript", type=Path, help="JSONL transcript (default: data dir/transcripts/)")
-    parser.add_argument("--quiet", action="store_true", help="no live display")
+    parser.add_argument("--quiet", action="store_true", help="no live display, only the final lines")
     parser.set_defaults(func=main)
 
 
@@ -153,6 +208,32 @@ def spawn_args(args: argparse.Namespace) -> list[str]:
     return [] if threads is None else ["--hpo-threads", str(threads)]
 
 
+def run_name(args: argparse.Namespace, mode: str) -> str:
+    """Tells runs apart in `runs` and the dashboard: task, mode, backend, start time."""
+    backend = args.llm if not args.model else f"{args.llm}:{args.model}"
+    return f"{args.task} {mode} {backend} {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"[:100]
+
+
+async def known_task(rc: ResearchClient, name: str) -> TaskInfo:
+    """The task, or one line naming the known ones (before start_run, which would refuse with a dump)."""
+    tasks = await rc.tasks()
+    for task in tasks:
+        if task.name == name:
+            return task
+    known = ", ".join(sorted(t.name for t in tasks))
+    raise ResearchError(f"unknown task {name!r}: known tasks are {known}", kind="unknown_task")
+
+
+async def resumable(rc: ResearchClient, run_id: str) -> Run:
+    run = await rc.run(run_id)
+    if run.status != "running":
+        raise ResearchError(
+            f"run {run_id} is {run.status}: it takes no more experiments; start a new run without --run-id",
+            kind="run_finished",
+        )
+    return run
+
+
 async def run_session(
     args: argparse.Namespace,
     *,
@@ -162,11 +243,15 @@ async def run_session(
     name: str | None = None,
     progress: Any = None,
 ) -> AgentResult:
-    """Start a run on the server and drive it with one agent until CHECK stops it."""
+    """Start a run on the server (or take up `args.run_id`) and drive it with one agent until CHECK
+    stops it. `progress` is called after every LLM call; a `LiveView` also sees every tool call."""
     # A real backend is set up before anything connects, so a bad setting leaves no run (and no
     # database) behind; the scripted double needs the task as the server describes it first.
     scripted = args.llm.startswith("scripted")
     llm: LLM | None = None if scripted else build_llm(args, seed)
+    if llm is not None:
+        await preflight(llm)
+    resume: str | None = getattr(args, "run_id", None)
     try:
         async with connect(
             server_url=args.server_url,
@@ -175,111 +260,86 @@ async def run_session(
             data=args.data,
             server_args=spawn_args(args),
         ) as rc:
-            started = await rc.typed(
-                "start_run",
-                {
-                    "task": args.task,
-                    "budget": args.iterations,
-                    "target": args.target,
-                    "seed": seed,
-                    "name": name or f"{mode} {args.llm if scripted else (args.model or args.llm)}",
-                },
-                StartedRun,
-            )
-            run_id = started.run_id
-            task = await rc.task(args.task)
+            if resume:
+                run = await resumable(rc, resume)
+                task = await rc.task(run.task)
+                description = task.description
+            else:
+                task = await known_task(rc, args.task)
+                started = await rc.typed(
+                    "start_run",
+                    {
+                        "task": args.task,
+                        "budget": args.iterations,
+                        "target": args.target,
+                        "seed": seed,
+                        "name": name or run_name(args, mode),
+                    },
+                    StartedRun,
+                )
+                run = await rc.run(started.run_id)
+                description = started.task_description
+            if isinstance(progress, LiveView):
+                progress.started(run)
+                rc = ObservedClient(rc, progress)
             if llm is None:
-                llm = build_llm(args, seed, task, await rc.train_py(run_id))
+                llm = build_llm(args, seed, task, await rc.train_py(run.id))
             config = AgentConfig(
                 task=task,
-                iterations=args.iterations,
+                iterations=max(1, run.budget - run.used),
                 max_failures=args.max_failures,
                 window=args.window,
                 max_tokens=args.max_tokens,
             )
-            recorder = Transcript(run_id, mode, llm=llm, path=transcript)
+            recorder = Transcript(run.id, mode, llm=llm, path=transcript)
             if mode == "stateful":
-                agent: StatefulAgent | StatelessAgent = StatefulAgent(rc, recorder, run_id, config, progress)
+                agent: StatefulAgent | StatelessAgent = StatefulAgent(rc, recorder, run.id, config, progress)
             else:
-                agent = StatelessAgent(rc, recorder, run_id, config, started.task_description, progress)
+                agent = StatelessAgent(rc, recorder, run.id, config, description, progress)
             result = await agent.run()
             # What the run looks like on the server at the end, read through the same door.
-            result.run = await rc.run(run_id)
-            result.history = await rc.history(run_id)
+            result.run = await rc.run(run.id)
+            result.history = await rc.history(run.id)
             return result
     finally:
         if llm is not None:
             await llm.aclose()
 
 
-class LiveView:
-    """Iteration, best so far and tokens used, refreshed after every LLM call."""
-
-    def __init__(self, mode: str, llm: str) -> None:
-        self.mode, self.llm = mode, llm
-        self.state: dict[str, Any] = {}
-        self.context = self.full = 0
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        self.context += event["tokens"]["context"]
-        self.full += event["tokens"]["full"]
-        self.state = event
-
-    def __rich__(self) -> Table:
-        table = Table(title=Text(f"autoresearch-mcp · {self.mode} · {self.llm}"), show_header=False)
-        run: Run | None = self.state.get("run")
-        if run:
-            best = run.best
-            table.add_row("run", Text(f"{run.id} ({run.task})"))  # Text: server text is not markup
-            table.add_row("iteration", f"{run.used}/{run.budget}")
-            table.add_row("best", f"{best.metric:.4f} (#{best.iteration})" if best else "-")
-        table.add_row("LLM calls", str(self.state.get("calls", 0)))
-        table.add_row("tokens", f"context {self.context:,} · full {self.full:,}")
-        return table
-
-
-def print_result(console: Console, result: AgentResult) -> None:
-    records = load_transcript(result.transcript)
-    total = totals(records)
-    best = "none" if result.best_metric is None else f"{result.best_metric:.4f}"
-    # The detail can be the model's own finish reason: escaped, so `[/]` in it prints as text.
-    console.print(
-        f"[bold]{escape(result.mode)} run {escape(result.run_id)}[/]: "
-        f"stopped ({escape(result.stop_reason)}: {escape(result.detail)})"
-    )
-    console.print(f"best {best} after {result.experiments} experiments, {result.llm_calls} LLM calls")
-    per = total.calls / result.experiments if result.experiments else 0.0
-    console.print(
-        f"tokens: context {total.context:,} · full {total.full:,} · cache-weighted {total.cache_weighted:,.0f}"
-        f" · output {total.output:,} · {per:.2f} LLM calls per experiment"
-    )
-    console.print(Text(f"transcript: {result.transcript}"))
-    if result.scripted:
-        console.print(f"[yellow]{SCRIPTED_NOTE}[/]")
+async def preflight(llm: LLM) -> None:
+    """A backend that can check its endpoint does so once, before a run is started for nothing."""
+    check = getattr(llm, "preflight", None)
+    if check is not None:
+        try:
+            await check()
+        except LLMError:
+            await llm.aclose()
+            raise
 
 
 def main(args: argparse.Namespace) -> int:
     check_agent_args(args)
-    console = Console(stderr=False)
-    view = LiveView(args.mode, args.llm)
+    console = Console(soft_wrap=True, highlight=False)
+    plain = not console.is_terminal
+    view = LiveView(args.mode, args.llm if args.llm == "scripted" else args.model or args.llm, plain=plain)
+    session = run_session(
+        args,
+        mode=args.mode,
+        seed=args.seed,
+        transcript=args.transcript,
+        name=args.name,
+        progress=None if args.quiet else view,
+    )
     try:
-        if args.quiet:
-            result = asyncio.run(
-                run_session(args, mode=args.mode, seed=args.seed, transcript=args.transcript, name=args.name)
-            )
+        if args.quiet or plain:
+            result = asyncio.run(session)
         else:
             with Live(view, console=console, refresh_per_second=4, transient=True):
-                result = asyncio.run(
-                    run_session(
-                        args,
-                        mode=args.mode,
-                        seed=args.seed,
-                        transcript=args.transcript,
-                        name=args.name,
-                        progress=view,
-                    )
-                )
+                result = asyncio.run(session)
     except LLMError as exc:
         raise ResearchError(str(exc)) from None
-    print_result(console, result)
+    if not (args.quiet or plain):
+        console.print(final_panel(view, result))
+    for line in result_lines(result, args):
+        console.print(line, markup=False)
     return 0 if result.stop_reason != "llm-error" else 1

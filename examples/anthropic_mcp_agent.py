@@ -6,12 +6,13 @@ runnable tool with `anthropic.lib.tools.mcp.async_mcp_tool`, takes its instructi
 calling tools (or --max-turns). The script keeps no state: experiments, the best result and notes live
 in the server's SQLite file.
 
-Run it for real (needs ANTHROPIC_API_KEY; --data is the Covertype CSV for offline use):
+Run it for real (needs ANTHROPIC_API_KEY, the paid API; --data is the Covertype CSV for offline use):
 
     python examples/anthropic_mcp_agent.py --task hpo-covertype --budget 10 \\
         --db runs.db --data ../shared/data/covtype_20k.csv.gz
 
-`--base-url` (or ANTHROPIC_BASE_URL) points it at any Messages-API endpoint, such as a proxy or a fake.
+`--base-url` (or ANTHROPIC_BASE_URL) points it at any Messages-API endpoint, such as a local proxy or a
+fake; a local endpoint needs no key. However the loop ends, the run is finished on the way out.
 Every request resends the whole conversation and all tool definitions (`thread=False`), so this is the
 plain, stateless-host way of using the server; `autoresearch-mcp run` is the token-frugal agent.
 """
@@ -42,16 +43,29 @@ def server_params(db: Path | None, data: str | None) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
+def api_key(base_url: str | None) -> str | None:
+    """The key to send; a local endpoint needs none, but the SDK wants one, so it gets a placeholder."""
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        return None  # the SDK reads it
+    if base_url:
+        return "no-key-needed"
+    raise SystemExit(
+        "anthropic_mcp_agent: set ANTHROPIC_API_KEY (the paid Anthropic API), or pass --base-url for"
+        " another Messages-API endpoint"
+    )
+
+
 async def research(args: argparse.Namespace) -> str:
     """Start a run, let the model work on it, return its final summary as the server tells it."""
+    key = api_key(args.base_url)  # before anything starts
     async with Client(server_params(args.db, args.data), read_timeout_seconds=3600) as mcp:
         # The script starts the run and names it to the model: under Client's default protocol the server
         # cannot tie a run to this session, and "the latest running run" is ambiguous on a shared server.
         started = await mcp.call_tool("start_run", {"task": args.task, "budget": args.budget})
         if started.is_error or started.structured_content is None:
-            raise SystemExit(f"start_run failed: {started.content}")
+            raise SystemExit(f"anthropic_mcp_agent: start_run refused: {started.content[0].text}")
         run_id = started.structured_content["run_id"]
-        prompt = await mcp.get_prompt("autoresearch", {"task": args.task})
+        prompt = await mcp.get_prompt("autoresearch", {"task": args.task, "run_id": run_id})
         kickoff: BetaMessageParam = {
             "role": "user",
             "content": [
@@ -65,25 +79,32 @@ async def research(args: argparse.Namespace) -> str:
         # The helper is typed for a ClientSession; it only calls call_tool(name=, arguments=), as Client does.
         tools = [async_mcp_tool(tool, mcp) for tool in (await mcp.list_tools()).tools]  # type: ignore[arg-type]
 
-        async with anthropic.AsyncAnthropic(base_url=args.base_url) as llm:
-            # thread=False: resend history and tools each turn instead of the server-side threads beta.
-            runner = llm.beta.messages.tool_runner(
-                model=args.model,
-                max_tokens=args.max_tokens,
-                max_iterations=args.max_turns,
-                thread=False,
-                tools=tools,
-                messages=[kickoff],
-            )
-            async for message in runner:
-                for block in message.content:
-                    if block.type == "text" and block.text.strip():
-                        print(f"[{args.model}] {block.text.strip()}")
-                    elif block.type == "tool_use":
-                        print(f"  -> {block.name} {json.dumps(block.input)}")
-
+        ended, failed = "the model stopped calling tools", False
+        try:
+            async with anthropic.AsyncAnthropic(base_url=args.base_url, api_key=key, max_retries=2) as llm:
+                # thread=False: resend history and tools each turn instead of the server-side threads beta.
+                runner = llm.beta.messages.tool_runner(
+                    model=args.model,
+                    max_tokens=args.max_tokens,
+                    max_iterations=args.max_turns,
+                    thread=False,
+                    tools=tools,
+                    messages=[kickoff],
+                )
+                async for message in runner:
+                    for block in message.content:
+                        if block.type == "text" and block.text.strip():
+                            print(f"[{args.model}] {block.text.strip()}")
+                        elif block.type == "tool_use":
+                            print(f"  -> {block.name} {json.dumps(block.input)}")
+        except anthropic.APIError as exc:  # unreachable endpoint, refused key, ...
+            ended, failed = f"the model endpoint failed: {type(exc).__name__}: {exc}", True
+        finally:  # never leave the run `running`; a run the model finished keeps its own reason
+            await mcp.call_tool("finish_run", {"run_id": run_id, "reason": ended[:500]})
         final = await mcp.call_tool("get_run_summary", {"run_id": run_id})
-        return str((final.structured_content or {}).get("summary", final.content))
+    if failed:  # raised outside the MCP client, whose task group would wrap it
+        raise SystemExit(f"anthropic_mcp_agent: {ended} (run {run_id} finished)")
+    return str((final.structured_content or {}).get("summary", final.content))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,7 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    print(asyncio.run(research(args)))
+    try:
+        print(asyncio.run(research(args)))
+    except* SystemExit as group:  # one line, even from inside the MCP client's task group
+        while isinstance(group, BaseExceptionGroup):
+            group = group.exceptions[0]
+        raise group from None
     return 0
 
 

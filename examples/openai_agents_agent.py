@@ -10,7 +10,8 @@ Run it for real (needs `pip install openai-agents`; --data is the Covertype CSV 
 
     OPENAI_API_KEY=... python examples/openai_agents_agent.py --task hpo-covertype --budget 10 \\
         --db runs.db --data ../shared/data/covtype_20k.csv.gz
-    # a local model: --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder (any key works)
+    # a local model, no key needed: --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder
+However the loop ends, the run is finished on the way out.
 """
 
 import argparse
@@ -33,7 +34,7 @@ from agents.mcp import MCPServerStdio, MCPServerStdioParams
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.tool_context import ToolContext
 from mcp.types import TextContent
-from openai import AsyncOpenAI
+from openai import APIError, AsyncOpenAI
 
 
 def server_params(db: Path | None, data: str | None) -> MCPServerStdioParams:
@@ -59,6 +60,9 @@ class PrintTools(RunHooks[Any]):
 
 async def research(args: argparse.Namespace) -> str:
     """Start a run, let the agent work on it, return its final summary as the server tells it."""
+    key = os.environ.get("OPENAI_API_KEY") or ("no-key-needed" if args.base_url else None)
+    if key is None:  # checked before anything starts
+        raise SystemExit("openai_agents_agent: set OPENAI_API_KEY, or pass --base-url for a local endpoint")
     # A finished experiment can take minutes; the SDK's default MCP read timeout is 5 s.
     async with (
         MCPServerStdio(
@@ -67,14 +71,15 @@ async def research(args: argparse.Namespace) -> str:
             cache_tools_list=True,  # the tool set never changes; skip a tools/list per turn
             client_session_timeout_seconds=3600,
         ) as server,
-        AsyncOpenAI(base_url=args.base_url, max_retries=2) as openai_client,
+        AsyncOpenAI(base_url=args.base_url, api_key=key, max_retries=2) as openai_client,
     ):
         # The script starts the run and names it to the model (see anthropic_mcp_agent.py for why).
         started = await server.call_tool("start_run", {"task": args.task, "budget": args.budget})
         if started.is_error or started.structured_content is None:
-            raise SystemExit(f"start_run failed: {started.content}")
+            raise SystemExit(f"openai_agents_agent: start_run refused: {started.content[0].text}")
         run_id = started.structured_content["run_id"]
-        instructions = (await server.get_prompt("autoresearch", {"task": args.task})).messages[0].content
+        prompt = await server.get_prompt("autoresearch", {"task": args.task, "run_id": run_id})
+        instructions = prompt.messages[0].content
         if not isinstance(instructions, TextContent):
             raise SystemExit(f"the autoresearch prompt is not text: {instructions.type}")
         agent = Agent(
@@ -83,6 +88,7 @@ async def research(args: argparse.Namespace) -> str:
             mcp_servers=[server],
             model=OpenAIChatCompletionsModel(model=args.model, openai_client=openai_client),
         )
+        ended, failed = "the model answered without a tool call", False
         try:
             result = await Runner.run(
                 agent,
@@ -92,9 +98,15 @@ async def research(args: argparse.Namespace) -> str:
             )
             print(f"[{args.model}] {result.final_output}")
         except MaxTurnsExceeded:
-            print(f"stopped after --max-turns {args.max_turns}; the run stays resumable on the server")
+            ended = f"stopped after --max-turns {args.max_turns}"
+        except APIError as exc:  # unreachable endpoint, refused key, ...
+            ended, failed = f"the model endpoint failed: {type(exc).__name__}: {exc}", True
+        finally:  # never leave the run `running`; a run the model finished keeps its own reason
+            await server.call_tool("finish_run", {"run_id": run_id, "reason": ended[:500]})
         final = await server.call_tool("get_run_summary", {"run_id": run_id})
-        return str((final.structured_content or {}).get("summary", final.content))
+    if failed:
+        raise SystemExit(f"openai_agents_agent: {ended} (run {run_id} finished)")
+    return str((final.structured_content or {}).get("summary", final.content))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,7 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Tracing uploads every run to OpenAI's dashboard; off, so the example works with any endpoint.
     set_tracing_disabled(True)
-    print(asyncio.run(research(args)))
+    try:
+        print(asyncio.run(research(args)))
+    except* SystemExit as group:  # one line, even from inside the MCP client's task group
+        while isinstance(group, BaseExceptionGroup):
+            group = group.exceptions[0]
+        raise group from None
     return 0
 
 

@@ -1,7 +1,7 @@
 """Completions: what a host offers while the user types a prompt or resource argument.
 
-The `autoresearch` prompt's `task` completes to the registered tasks; the `{run_id}` of the run resource
-templates completes to known runs, most recent first. Other references complete to nothing (never an
+The `autoresearch` prompt's `task` completes to the registered tasks; its `run_id`, and the `{run_id}` of
+the run resource templates, complete to known runs, most recent first. Other references complete to nothing (never an
 error: hosts ask about every argument they show).
 """
 
@@ -41,10 +41,9 @@ def register(mcp: MCPServer, research: Research) -> None:
     ) -> Completion | None:
         if isinstance(ref, PromptReference) and ref.name == PROMPT_NAME and argument.name == "task":
             return completion(task_names(), argument.value)
-        if (
-            isinstance(ref, ResourceTemplateReference)
-            and ref.uri in RUN_TEMPLATES
-            and argument.name == "run_id"
+        prompt_run = isinstance(ref, PromptReference) and ref.name == PROMPT_NAME
+        if argument.name == "run_id" and (
+            prompt_run or (isinstance(ref, ResourceTemplateReference) and ref.uri in RUN_TEMPLATES)
         ):
             run_ids = await anyio.to_thread.run_sync(research.store.run_ids)
             return completion(run_ids, argument.value)

@@ -38,9 +38,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     add_location_arguments(parser)
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (as a host such as Claude Desktop starts it) or streamable HTTP at /mcp",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="http: the address to bind")
+    parser.add_argument("--port", type=int, default=8765, help="http: the port")
     parser.add_argument("--codeopt-records", type=int, help="records per codeopt-records benchmark input")
     parser.add_argument("--codeopt-repeats", type=int, help="timed repeats per codeopt-records benchmark")
     parser.add_argument("--hpo-threads", type=int, help="threads per XGBoost training (default: all cores)")

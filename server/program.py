@@ -1,6 +1,15 @@
-"""The research instructions (goal, tools, rules, when to stop), served as the `autoresearch` prompt."""
+"""The research instructions (goal, tools, rules, when to stop), served as the `autoresearch` prompt.
+
+The text is scoped to its task: a params task is told how `params` travel and which ranges apply, a code
+task to read train.py before editing it and to keep what the harness calls. It names the run to work on
+(or says to start one) and asks for its run_id on every call: without a session, a call that names no
+run can only mean the one running run.
+"""
+
+from typing import Annotated
 
 from mcp.server import MCPServer
+from pydantic import Field
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.research import Research
@@ -11,9 +20,11 @@ PROMPT_NAME = "autoresearch"
 
 PROGRAM = """You are running an autonomous research loop on the task "{task_name}": {description}
 
+{start}
+
 The server keeps all state: every experiment, the best result, train.py and its versions, your notes.
-You never need to remember history: read the summary (get_run_summary or the resource
-autoresearch://runs/{{run_id}}/summary) and, only when you need details, get_experiment_history.
+You never need to remember history: read the summary (get_run_summary, or the resource
+autoresearch://runs/{run_ref}/summary) and, only when you need details, get_experiment_history.
 
 Loop, until a stop condition holds:
 1. Read the summary: budget used, best so far, the last experiments, notes.
@@ -22,31 +33,77 @@ Loop, until a stop condition holds:
    overall plan with add_note(kind="strategy") when it changes.
 
 Rules:
-- Every recorded experiment costs one unit of budget, whatever its outcome. Refusals (invalid params, an
-  exact repeat, a rejected edit) cost nothing but count as failures in a row; read the message and fix it.
-- Parameters travel in one `params` object; unknown keys and out-of-range values are refused.
-{params}
-- train.py must keep its required entry points; the harness owns the data, the metric and the timing.
-Stop (call finish_run with a one-line reason) when the budget is used, the target is reached, or you
-have no idea left that is likely to help.
+- Every recorded experiment costs one unit of budget, whatever its outcome. Refusals ({refusals}) cost
+  nothing but count as failures in a row; read the message and fix the call.
+{task_rules}
+Stop (call finish_run with run_id and a one-line reason) when the budget is used, the target is reached,
+or you have no idea left that is likely to help.
 """
 
+PARAMS_RULES = """- Parameters travel inside one `params` object, e.g. {tool}(run_id=..., params={{{example}}});
+  unknown keys and out-of-range values are refused. Parameters:
+{params}
+- train.py is the training script the params are given to; you may also edit it (read it with
+  get_current_train_py first, then modify_train_py), keeping the entry point and harness calls it has."""
 
-def render_program(task: Task) -> str:
-    params = task.params_help()
+CODE_RULES = """- Read train.py with get_current_train_py before your first edit, and again when a search text was
+  not found: edits must match the current version exactly.
+- Keep what the harness needs: the entry point named in the task description, its signature and its
+  output; use only the imports the description allows. The harness owns the inputs, the correctness
+  check and the timing."""
+
+
+def render_program(task: Task, run_id: str | None = None) -> str:
+    params_task = task.experiment_tool == "run_experiment"
+    if run_id:
+        start = (
+            f"Your run is {run_id}: work on it, do not start another. Pass run_id={run_id!r} on every "
+            "call (the server may hold other runs at the same time)."
+        )
+    else:
+        start = (
+            f'First call start_run(task="{task.name}") (optionally with budget and target) and note the '
+            "run_id it returns. Pass that run_id on every later call (the server may hold other runs at "
+            "the same time)."
+        )
+    if params_task:
+        lines = task.params_help().splitlines()
+        names = [line.split(":")[0].split(" ")[0] for line in lines[:2]]
+        rules = PARAMS_RULES.format(
+            tool=task.experiment_tool,
+            example=", ".join(f'"{name}": ...' for name in names),
+            params="\n".join(f"  - {line}" for line in lines),
+        )
+        refused = "invalid params, an exact repeat"
+    else:
+        rules = CODE_RULES
+        refused = "a rejected edit, a search text that is not in train.py"
     return PROGRAM.format(
         task_name=task.name,
         description=task.describe(),
+        start=start,
+        run_ref=run_id or "{run_id}",
         how=task.agent_profile().how,
-        params="  Parameters:\n" + "\n".join(f"  - {line}" for line in params.splitlines()),
+        refusals=refused,
+        task_rules=rules,
     )
 
 
 def register(mcp: MCPServer, research: Research) -> None:
     @mcp.prompt(PROMPT_NAME)
-    def autoresearch(task: str = "hpo-covertype") -> str:
-        """The research instructions (goal, tools, rules, when to stop) for a task."""
+    def autoresearch(
+        task: Annotated[
+            str, Field(description="the task to research, e.g. hpo-covertype or codeopt-records")
+        ] = "hpo-covertype",
+        run_id: Annotated[
+            str | None,
+            Field(description="a run to continue (its task applies); omitted: the prompt says to start one"),
+        ] = None,
+    ) -> str:
+        """The research instructions for a task: start or continue a run, the loop, the rules, when to stop."""
         try:
-            return render_program(research.runs.task(task))
+            if run_id:
+                task = research.store.get_run(run_id).task
+            return render_program(research.runs.task(task), run_id)
         except ResearchError as exc:
             raise prompt_error(str(exc)) from None

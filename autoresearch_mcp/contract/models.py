@@ -117,6 +117,11 @@ class SummaryText(BaseModel):
     summary: str
 
 
+def line_count(source: str) -> int:
+    """Lines of a file as editors count them (a final newline ends a line, it does not start one)."""
+    return source.count("\n") + (1 if source and not source.endswith("\n") else 0)
+
+
 class ArtifactInfo(BaseModel):
     """A version of train.py. `source` is omitted where only the version matters."""
 

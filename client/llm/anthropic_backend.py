@@ -26,8 +26,9 @@ DEFAULT_MODEL = "claude-haiku-4-5"
 _EPHEMERAL = {"type": "ephemeral"}
 
 NO_KEY_HELP = (
-    "no Anthropic API key: set ANTHROPIC_API_KEY (or pass --api-key), "
-    "or run offline with --llm scripted, or point --llm openai at a local OpenAI-compatible server"
+    "no Anthropic API key: the default backend is the paid Anthropic API; set ANTHROPIC_API_KEY,"
+    " or run offline with --llm scripted, or use a local OpenAI-compatible server with"
+    " --llm openai --base-url URL"
 )
 
 

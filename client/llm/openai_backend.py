@@ -24,6 +24,12 @@ from autoresearch_mcp.client.llm.base import (
     with_retries,
 )
 
+NO_ENDPOINT_HELP = (
+    "--llm openai needs an endpoint: --base-url URL for an OpenAI-compatible server (a local one needs no"
+    " key, e.g. --base-url http://127.0.0.1:8080/v1), or OPENAI_API_KEY for api.openai.com"
+)
+PREFLIGHT_TIMEOUT_S = 10.0
+
 # finish_reason -> the neutral (Messages API) stop_reason vocabulary.
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
@@ -137,9 +143,33 @@ class OpenAILLM:
         self.temperature = temperature
         self._calls = 0
         self.retry = retry or RetryPolicy()
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY") or None
+        if base_url is None and key is None:
+            raise LLMError(NO_ENDPOINT_HELP)
         # Local servers need no key, but the SDK refuses to start without one.
-        key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-        self._client = openai.AsyncOpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout)
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url, api_key=key or "not-needed", max_retries=0, timeout=timeout
+        )
+
+    async def preflight(self) -> None:
+        """One quick look at the endpoint (its model list) before a run is started: a server that is not
+        there is one clear error now, not a minute of retries and then a run with no experiment."""
+        where = self._client.base_url
+        quick = self._client.with_options(timeout=PREFLIGHT_TIMEOUT_S)
+        try:
+            page = await self._call(quick.models.list())
+        except TransientLLMError as exc:
+            raise LLMError(f"cannot reach {where} ({exc}); is the server running? Check --base-url") from exc
+        except LLMError as exc:
+            if self.model is None or "refused the key" in str(exc):
+                raise
+            return  # an endpoint without a model list still serves the model it was given
+        if self.model is None:
+            models = [m.id for m in page.data]
+            if not models:
+                raise LLMError(f"{where} serves no models; pass --model")
+            self.model, self.name = models[0], f"openai:{models[0]}"
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         if self.model is None:
@@ -186,7 +216,7 @@ class OpenAILLM:
                 raise TransientLLMError(reason, retry_after_seconds(exc.response.headers)) from exc
             if exc.status_code in (401, 403):
                 raise LLMError(
-                    f"{where} refused the key ({reason}). Check --api-key / OPENAI_API_KEY, or use --llm scripted."
+                    f"{where} refused the key ({reason}). Check OPENAI_API_KEY, or use --llm scripted."
                 ) from exc
             if exc.status_code == 404:
                 raise LLMError(

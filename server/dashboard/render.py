@@ -43,10 +43,16 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 def fmt_time(stamp: str | None) -> str:
-    """ISO timestamps (UTC) shortened to minutes."""
+    """ISO timestamps shortened to minutes, every one in UTC and saying so."""
     if not stamp:
         return "–"
-    return datetime.fromisoformat(stamp).strftime("%Y-%m-%d %H:%M")
+    moment = datetime.fromisoformat(stamp)
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def fmt_better(direction: str) -> str:
+    return "higher is better" if direction == "max" else "lower is better"
 
 
 def fmt_int(value: float) -> str:
@@ -68,6 +74,7 @@ def make_environment() -> Environment:
         duration=fmt_duration,
         time=fmt_time,
         int=fmt_int,
+        better=fmt_better,
     )
     env.globals["version"] = __version__
     return env

@@ -3,11 +3,11 @@
 import difflib
 import glob
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from autoresearch_mcp.contract.models import Experiment, ExperimentStatus, Note, Run, RunStatus
+from autoresearch_mcp.contract.models import Experiment, ExperimentStatus, Note, Run, RunStatus, line_count
 from autoresearch_mcp.contract.transcript import TokenTotals, load_transcript, totals_by_iteration
 from autoresearch_mcp.server.store import Store
 
@@ -64,6 +64,11 @@ class RunDetail(BaseModel):
     run: Run
     stamp: str
     experiments: list[Experiment]
+    changes: dict[int, dict[str, Any]] = Field(
+        description="iteration -> the params that differ from the best's (all of them before there is "
+        "a best, none for the best itself): what the table highlights, as the text summary does"
+    )
+    edits: dict[int, str] = Field(description="train.py version -> the description of its edit")
     curve: list[CurvePoint]
     versions: list[VersionInfo]
     notes: list[Note]
@@ -150,6 +155,14 @@ def token_use(transcripts: Path, run_id: str) -> list[TokenUse]:
     return uses
 
 
+def changes_from_best(
+    experiments: list[Experiment], best: dict[str, Any] | None
+) -> dict[int, dict[str, Any]]:
+    if best is None:
+        return {e.iteration: dict(e.params) for e in experiments}
+    return {e.iteration: {k: v for k, v in e.params.items() if best.get(k) != v} for e in experiments}
+
+
 def run_detail(store: Store, run_id: str, transcripts: Path) -> RunDetail:
     run = store.get_run(run_id)
     experiments, _ = store.experiments(run_id)
@@ -160,7 +173,7 @@ def run_detail(store: Store, run_id: str, transcripts: Path) -> RunDetail:
             sha256=v.sha256,
             parent_version=v.parent_version,
             created_at=v.created_at,
-            lines=len(v.source.splitlines()),
+            lines=line_count(v.source),
         )
         for v in store.artifacts.versions(run_id)
     ]
@@ -168,6 +181,8 @@ def run_detail(store: Store, run_id: str, transcripts: Path) -> RunDetail:
         run=run,
         stamp=_stamp(store, run, transcripts),
         experiments=experiments,
+        changes=changes_from_best(experiments, run.best.params if run.best else None),
+        edits={v.version: v.description for v in versions},
         curve=best_so_far(experiments, run.direction),
         versions=versions,
         notes=store.notes.list(run_id),

@@ -167,8 +167,14 @@ class DaskExecutor:
     data at the same path (or their own network access); they never open the run store."""
 
     def __init__(self, address: str) -> None:
-        from distributed import Client
-        from distributed.comm import get_address_host_port
+        try:
+            from distributed import Client
+            from distributed.comm import get_address_host_port
+        except ImportError:  # an optional extra: a user's install carries only what runs
+            raise ResearchError(
+                "a Dask scheduler was given, but Dask is not installed: pip install 'autoresearch-mcp[dask]'",
+                kind="unavailable",
+            ) from None
 
         self.name = f"dask {address}"
         # Probe first: a Client that fails to connect lingers and times out again when collected.

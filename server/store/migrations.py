@@ -151,6 +151,23 @@ migration(
 )
 
 
+# v_artifacts counted one line too many for a file ending in a newline (every train.py): count as the
+# tools and the dashboard do (contract.models.line_count).
+migration(
+    "004_artifact_line_count",
+    """
+    DROP VIEW v_artifacts;
+    CREATE VIEW v_artifacts AS
+    SELECT a.run_id AS run_id, a.version AS version, a.parent_version AS parent_version,
+        a.description AS description, a.sha256 AS sha256,
+        length(a.source) - length(replace(a.source, char(10), ''))
+            + (a.source != '' AND substr(a.source, -1) != char(10)) AS lines,
+        a.source AS source, a.created_at AS created_at
+    FROM artifacts a;
+    """,
+)
+
+
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply the migrations this database has not seen yet; return their names."""
     conn.execute(

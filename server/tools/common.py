@@ -3,10 +3,12 @@ and which run a call means when it names none."""
 
 import functools
 import inspect
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Annotated, Any, ParamSpec, TypeVar
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -31,8 +33,9 @@ RunId = Annotated[
         default=None,
         min_length=1,
         max_length=64,
-        description="the run (from start_run or list_runs); omitted: the run this connection started or "
-        "last used, else the only running run (with several running, the call is refused with the list)",
+        description="the run id from start_run (or list_runs): pass it on every call. Omitted: the run "
+        "this connection started, on a connection that keeps a session (one opened with initialize), else "
+        "the only running run; with several running and none named, the call is refused with their list",
     ),
 ]
 
@@ -47,8 +50,17 @@ def refusal_result(exc: ResearchError) -> CallToolResult:
     )
 
 
+def description(doc: str | None) -> str | None:
+    """A docstring as a tool description: no indentation, each paragraph on one line."""
+    if doc is None:
+        return None
+    return "\n\n".join(" ".join(part.split()) for part in re.split(r"\n\s*\n", inspect.cleandoc(doc)))
+
+
 def refusals(fn: Callable[P, R]) -> Callable[P, R]:
-    """Run-logic refusals become error results carrying their kind (sync and async tools)."""
+    """Run-logic refusals become error results carrying their kind (sync and async tools). The
+    docstring, which the SDK sends as the description, loses its source indentation."""
+    fn.__doc__ = description(fn.__doc__)
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
@@ -68,6 +80,45 @@ def refusals(fn: Callable[P, R]) -> Callable[P, R]:
             return refusal_result(exc)
 
     return wrapper  # type: ignore[return-value]
+
+
+PROGRESS_EVERY_S = 2.0
+
+
+async def with_progress(ctx: Context, label: str, fn: Callable[[], R]) -> R:
+    """Run `fn` in a worker thread and, while it runs, send the caller an MCP progress notification
+    every PROGRESS_EVERY_S seconds (when the request asked for progress): hosts give up on a request
+    that stays silent for about a minute, and one training can take that long."""
+    start = anyio.current_time()
+    result: R
+    error: ResearchError | None = None
+
+    async def heartbeat() -> None:
+        while True:
+            await anyio.sleep(PROGRESS_EVERY_S)
+            elapsed = anyio.current_time() - start
+            await ctx.report_progress(elapsed, None, f"{label}: running for {elapsed:.0f} s")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(heartbeat)
+        try:
+            result = await anyio.to_thread.run_sync(fn)
+        except ResearchError as exc:  # raised outside the group, so `refusals` sees it unwrapped
+            error = exc
+        finally:
+            group.cancel_scope.cancel()
+    if error is not None:
+        raise error
+    return result
+
+
+def task_names_of_kind(research: Research, tool: str) -> str:
+    """The registered tasks whose experiments run through `tool`, e.g. 'hpo-covertype'."""
+    from autoresearch_mcp.server.tasks.registry import make_task, task_names
+
+    settings = research.settings.task_settings()
+    names = [name for name in task_names() if make_task(name, settings).experiment_tool == tool]
+    return ", ".join(names) or "none registered"
 
 
 class RunResolver:

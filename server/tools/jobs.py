@@ -9,7 +9,14 @@ from pydantic import Field
 
 from autoresearch_mcp.contract.models import JobInfo
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.tools.common import ADDITIVE, READ_ONLY, RunId, RunResolver, refusals
+from autoresearch_mcp.server.tools.common import (
+    ADDITIVE,
+    READ_ONLY,
+    RunId,
+    RunResolver,
+    refusals,
+    task_names_of_kind,
+)
 from autoresearch_mcp.server.tools.experiments import params_type
 
 PROGRESS_EVERY_S = 1.0
@@ -19,7 +26,13 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
     jobs = research.jobs
     Params = params_type(research)
 
-    @mcp.tool(annotations=ADDITIVE)
+    @mcp.tool(
+        annotations=ADDITIVE,
+        description=f"For params tasks ({task_names_of_kind(research, 'run_experiment')}): start an "
+        "experiment in the background and return its job id at once (poll with get_job). Same rules as "
+        "run_experiment: invalid params and exact repeats are refused without cost; a submitted job takes "
+        "its unit of budget immediately. Several jobs run at the same time.",
+    )
     @refusals
     def submit_training_job(
         ctx: Context,
@@ -27,9 +40,6 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
         note: Annotated[str | None, Field(max_length=2000, description="why this experiment")] = None,
         run_id: RunId = None,
     ) -> JobInfo:
-        """For params tasks: start an experiment in the background and return its job id at once (poll
-        with get_job). Same rules as run_experiment: invalid params and exact repeats are refused without
-        cost; a submitted job takes its unit of budget immediately. Several jobs run at the same time."""
         return jobs.submit(run_for(ctx, run_id), params, note)
 
     @mcp.tool(annotations=READ_ONLY)
@@ -41,7 +51,8 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
             float, Field(ge=0, le=600, description="wait up to this long for the job to end")
         ] = 0,
     ) -> JobInfo:
-        """A job's status (queued, running, done, failed) and, once it has ended, its experiment."""
+        """A job's status (queued, running, done, failed) and, once it has ended, its experiment. With
+        wait_seconds, it sends progress every second while it waits."""
         job = await anyio.to_thread.run_sync(jobs.jobs.get, job_id)
         deadline = anyio.current_time() + wait_seconds
         while job.status in ("queued", "running") and (left := deadline - anyio.current_time()) > 0:

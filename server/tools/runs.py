@@ -28,14 +28,27 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
     def start_run(
         ctx: Context,
         task: Annotated[TaskName, Field(description="which task to run")],
-        budget: Annotated[int, Field(ge=1, le=10_000, description="max experiments")] = 15,
+        budget: Annotated[
+            int, Field(ge=1, le=10_000, description="experiments the run may record (refusals are free)")
+        ] = 15,
         target: Annotated[
-            float | None, Field(allow_inf_nan=False, description="stop when the metric reaches this")
+            float | None,
+            Field(allow_inf_nan=False, description="the run converges when the metric reaches this"),
         ] = None,
-        seed: Annotated[int, Field(ge=0, le=2**31 - 1, description="the run's seed")] = 42,
-        name: Annotated[str | None, Field(max_length=100, description="a label for people")] = None,
+        seed: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=2**31 - 1,
+                description="the run's seed (given to train.py, e.g. as the model's random_state)",
+            ),
+        ] = 42,
+        name: Annotated[
+            str | None, Field(max_length=100, description="a label for people, e.g. who started it and why")
+        ] = None,
     ) -> StartedRun:
-        """Start an autonomous run on a task; calls without run_id on this connection then mean it."""
+        """Start an autonomous run on a task and return its run_id: pass that run_id to every later call
+        (the server may hold other runs at the same time)."""
         run, summary = service.start_run(task, budget, target, seed, name)
         run_for.remember(ctx, run.id)
         spec = service.task(task)

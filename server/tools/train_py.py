@@ -6,7 +6,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch_mcp.contract.models import ArtifactInfo, ArtifactVersion
+from autoresearch_mcp.contract.models import ArtifactInfo, ArtifactVersion, line_count
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tools.common import ADDITIVE, READ_ONLY, RunId, RunResolver, refusals
 
@@ -24,7 +24,7 @@ def artifact_info(version: ArtifactVersion, with_source: bool) -> ArtifactInfo:
         sha256=version.sha256,
         description=version.description,
         source=version.source if with_source else None,
-        lines=version.source.count("\n") + 1,
+        lines=line_count(version.source),
     )
 
 
@@ -34,20 +34,29 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
     @mcp.tool(annotations=READ_ONLY)
     @refusals
     def get_current_train_py(ctx: Context, run_id: RunId = None) -> ArtifactInfo:
-        """The current train.py: source, version, sha256."""
+        """Any task: the current train.py (source, version, sha256). Read it before editing it. Code tasks
+        (codeopt-records) are worked by editing it; params tasks may change their model setup in it too."""
         return artifact_info(service.current_artifact(run_for(ctx, run_id)), with_source=True)
 
     @mcp.tool(annotations=ADDITIVE)
     @refusals
     def modify_train_py(
         ctx: Context,
-        description: Annotated[str, Field(min_length=1, max_length=500, description="what and why")],
-        source: Annotated[str | None, Field(max_length=200_000, description="the whole new file")] = None,
-        edits: Annotated[list[Edit] | None, Field(max_length=50, description="search/replace edits")] = None,
+        description: Annotated[
+            str, Field(min_length=1, max_length=500, description="what the change does and why, one line")
+        ],
+        source: Annotated[
+            str | None, Field(max_length=200_000, description="the whole new file (or give edits)")
+        ] = None,
+        edits: Annotated[
+            list[Edit] | None,
+            Field(max_length=50, description="search/replace edits applied in order (or give source)"),
+        ] = None,
         run_id: RunId = None,
     ) -> ArtifactInfo:
-        """Change train.py: exactly one of `source` or `edits`. Guardrails check it first; a rejected
-        edit changes nothing and says why. Every version is kept."""
+        """Any task (the main tool of code tasks such as codeopt-records): change train.py with exactly one
+        of `source` or `edits`, keeping the entry points and harness calls it has. Guardrails check it
+        first; a rejected edit changes nothing and says why. Every version is kept."""
         pairs = None if edits is None else [(e.search, e.replace) for e in edits]
         version = service.modify_artifact(run_for(ctx, run_id), description, source, pairs)
         return artifact_info(version, with_source=False)
@@ -56,8 +65,10 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
     @refusals
     def revert_train_py(
         ctx: Context,
-        version: Annotated[int, Field(ge=1, le=1_000_000, description="1 = the original")],
+        version: Annotated[
+            int, Field(ge=1, le=1_000_000, description="the version to restore; 1 = the original")
+        ],
         run_id: RunId = None,
     ) -> ArtifactInfo:
-        """Restore an earlier version of train.py (as a new version)."""
+        """Any task: restore an earlier version of train.py (as a new version)."""
         return artifact_info(service.revert_artifact(run_for(ctx, run_id), version), with_source=False)

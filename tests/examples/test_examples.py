@@ -4,7 +4,9 @@ server's SQLite file."""
 
 import importlib.util
 import json
+import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -108,8 +110,9 @@ TOY_ARGS = ["--task", "toy-quadratic", "--budget", "3"]
 
 
 def test_the_anthropic_example_runs_a_research_session_through_the_sdk_mcp_helpers(
-    tmp_path: Path, toy_server_env: None, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, toy_server_env: None, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")  # a local endpoint needs no key
     db = tmp_path / "runs.db"
 
     with fakes.FakeAnthropicServer(handler=scripted_model(anthropic_reply)) as fake:
@@ -132,8 +135,9 @@ def test_the_anthropic_example_runs_a_research_session_through_the_sdk_mcp_helpe
 
 
 def test_the_openai_agents_example_runs_a_research_session_through_its_builtin_mcp_support(
-    tmp_path: Path, toy_server_env: None, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, toy_server_env: None, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):
+    monkeypatch.delenv("OPENAI_API_KEY")  # a local endpoint needs no key
     db = tmp_path / "runs.db"
 
     with fakes.FakeOpenAIServer(handler=scripted_model(openai_reply)) as fake:
@@ -162,3 +166,43 @@ def test_each_example_runs_as_a_script_and_says_how_to_run_it_for_real(script: s
     assert done.returncode == 0, done.stderr
     assert "Run it for real" in done.stdout and "--base-url" in done.stdout and "--db" in done.stdout
     assert len((EXAMPLES / script).read_text().splitlines()) < 150
+
+
+def run_script(script: str, *args: str, drop: str) -> subprocess.CompletedProcess:
+    """The example as a user runs it, without the variables starting with `drop` (its key)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True, timeout=180, env=env
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "drop", "says"),
+    [
+        ("anthropic_mcp_agent.py", "ANTHROPIC_", "set ANTHROPIC_API_KEY"),
+        ("openai_agents_agent.py", "OPENAI_", "set OPENAI_API_KEY"),
+    ],
+)
+def test_each_example_without_key_or_endpoint_says_so_in_one_line_before_starting(
+    tmp_path: Path, toy_server_env: None, script: str, drop: str, says: str
+):
+    done = run_script(script, *TOY_ARGS, "--db", str(tmp_path / "runs.db"), drop=drop)
+    assert done.returncode == 1 and says in done.stderr and "--base-url" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "runs.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("script", "drop"), [("anthropic_mcp_agent.py", "ANTHROPIC_"), ("openai_agents_agent.py", "OPENAI_")]
+)
+def test_each_example_whose_endpoint_fails_says_so_in_one_line_and_finishes_its_run(
+    tmp_path: Path, toy_server_env: None, script: str, drop: str
+):
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    done = run_script(script, *TOY_ARGS, "--db", str(tmp_path / "runs.db"), "--base-url", url, drop=drop)
+    assert done.returncode == 1 and "the model endpoint failed" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    [(_task, status, reason)] = recorded(tmp_path / "runs.db")[0]
+    assert status == "stopped" and reason.startswith("the model endpoint failed")

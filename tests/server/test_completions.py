@@ -44,6 +44,7 @@ async def test_a_run_id_completes_to_known_runs_most_recent_first_with_that_pref
         assert (await complete(client, TRAIN_PY, "run_id", "r-")).values == newest_first
         assert (await complete(client, SUMMARY, "run_id", ids[1][:12])).values == [ids[1]]
         assert (await complete(client, SUMMARY, "run_id", "x")).values == []
+        assert (await complete(client, PROMPT, "run_id", "")).values == newest_first  # the prompt's too
 
 
 async def test_run_id_completions_stop_at_the_protocols_hundred_and_say_there_are_more(

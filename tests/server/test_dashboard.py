@@ -201,3 +201,67 @@ def test_the_dashboard_command_refuses_to_bind_off_loopback_without_a_token(run,
     store, _, _ = run
     assert main(["dashboard", "--db", str(store.path), "--host", "0.0.0.0"]) == 2
     assert "set --token" in capsys.readouterr().err
+
+
+def test_the_report_reads_higher_is_better_and_labels_every_time_in_utc(run):
+    store, transcripts, run_id = run
+    html = render_report(store, run_id, transcripts)
+    assert "best macro_f1 (higher is better)" in html
+    stamps = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d(?: [A-Z]+)?", html)
+    assert stamps and all(stamp.endswith(" UTC") for stamp in stamps), stamps
+    assert "(UTC)" not in html  # one label, on the times themselves
+
+
+def test_the_experiments_table_shows_changes_from_the_best_not_every_param(run):
+    store, transcripts, run_id = run
+    detail = run_detail(store, run_id, transcripts)
+    best = detail.run.best
+    assert best is not None and detail.changes[best.iteration] == {}
+    for exp in detail.experiments:
+        assert detail.changes[exp.iteration] == {k: v for k, v in exp.params.items() if best.params[k] != v}
+    html = render_report(store, run_id, transcripts)
+    assert "changes vs best" in html and 'class="params best-params"' in html and 'class="changed"' in html
+
+
+def test_a_code_task_report_shows_each_rows_edit_description(tmp_path):
+    store = Store(tmp_path / "runs.db")
+    run = store.create_run(
+        task="codeopt-records",
+        budget=5,
+        target=None,
+        seed=1,
+        name=None,
+        config={"metric": "speedup", "direction": "max", "options": {}},
+        initial_source="def process_records(records):\n    return records\n",
+    )
+    version = store.artifacts.add(
+        run.id, "def process_records(records):\n    return list(records)\n", "copy once"
+    )
+    exp = store.reserve_experiment(run.id, {}, version.version, None)
+    store.complete_experiment(
+        exp.id, status="ok", metrics={"speedup": 1.5}, metric=1.5, error_tail=None, duration_s=2.0
+    )
+    html = render_report(store, run.id, tmp_path)
+    assert "train.py edit" in html and "v2: copy once" in html
+
+
+def test_line_counts_agree_between_the_tool_the_view_and_the_dashboard(tmp_path):
+    from autoresearch_mcp.contract.models import line_count
+    from autoresearch_mcp.server.query import query_views
+
+    store = Store(tmp_path / "runs.db")
+    source = "a = 1\nb = 2\n"
+    run = store.create_run(
+        task="codeopt-records",
+        budget=5,
+        target=None,
+        seed=1,
+        name=None,
+        config={"metric": "speedup", "direction": "max", "options": {}},
+        initial_source=source,
+    )
+    store.artifacts.add(run.id, "a = 1", "no final newline")
+    viewed = query_views(store.path, "SELECT version, lines FROM v_artifacts ORDER BY version", 10).rows
+    shown = [(v.version, v.lines) for v in run_detail(store, run.id, tmp_path).versions]
+    assert viewed == [[1, 2], [2, 1]] and shown == [(1, 2), (2, 1)]
+    assert [line_count(source), line_count("a = 1"), line_count("")] == [2, 1, 0]

@@ -115,3 +115,48 @@ def test_with_a_token_the_page_asks_once_and_the_cookie_keeps_it(page, run):
         page.reload()
         page.locator(f'#run-table tr[data-run="{run_id}"]').wait_for()
         assert page.locator("input[name=token]").count() == 0
+
+
+def report_page(page, run, tmp_path) -> None:
+    """The run's static report, written as `autoresearch-mcp report` writes it, opened from disk."""
+    from autoresearch_mcp.server.dashboard import render_report
+
+    store, transcripts, run_id = run
+    out = tmp_path / "report.html"
+    out.write_text(render_report(store, run_id, transcripts), encoding="utf-8")
+    page.goto(out.as_uri())
+
+
+def test_the_report_shows_each_diff_whole(page, run, tmp_path):
+    report_page(page, run, tmp_path)
+    diff = page.locator("details.diff-box[open] pre.diff")
+    diff.wait_for()
+    longest = max(page.locator("details.diff-box[open] pre.diff span").all_inner_texts(), key=len)
+    assert len(longest) > 60  # wider than the rule that used to clip it
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('details.diff-box pre.diff')).maxWidth")
+        == "none"
+    )
+    box = diff.bounding_box()
+    assert box is not None and box["width"] > 1000  # the page's width, not 60 characters
+    clipped = (
+        "(e => e.scrollWidth > e.clientWidth)(document.querySelector('details.diff-box[open] pre.diff'))"
+    )
+    assert page.evaluate(clipped) is False
+
+
+def test_the_experiments_table_highlights_what_changed_from_the_best(page, run, tmp_path):
+    store, _, run_id = run
+    best = store.get_run(run_id).best
+    assert best is not None
+    report_page(page, run, tmp_path)
+    best_row = page.locator(f'#experiments tr.best[data-iteration="{best.iteration}"]')
+    assert all(f"{key}=" in best_row.locator("td.best-params").inner_text() for key in best.params)
+    other = page.locator('#experiments tr.exp:not(.best)[data-iteration="1"] td.params').first
+    changed = other.locator(".changed").all_inner_texts()
+    first = store.experiments(run_id)[0][0].params
+    assert changed and {text.split("=")[0] for text in changed} == {
+        k for k in first if first[k] != best.params[k]
+    }
+    color = page.evaluate("getComputedStyle(document.querySelector('#experiments .changed')).backgroundColor")
+    assert color not in ("rgba(0, 0, 0, 0)", "transparent")  # highlighted

@@ -5,6 +5,7 @@ import hashlib
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ import pytest
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.tasks.hpo_covertype.data import prepare_split
+from autoresearch_mcp.server.tasks.hpo_covertype.data import _split_arrays, prepare_split
 from conftest import TESTS_DIR
 
 # The fixture, as tests/data/PROVENANCE.md describes it.
@@ -115,7 +116,12 @@ def test_missing_data_gives_one_error_naming_the_download_and_the_csv(settings, 
     with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     message = str(error.value)
-    assert "fetch_covtype" in message and "--data PATH" in message and "AUTORESEARCH_COVTYPE" in message
+    assert (
+        "fetch_covtype" in message
+        and "--data PATH" in message
+        and "\n" not in message
+        and "AUTORESEARCH_COVTYPE" in message
+    )
     assert service.store.list_runs() == []
 
     service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "nope.csv")}))
@@ -129,3 +135,27 @@ def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Pat
     service = service_for(settings.model_copy(update={"covtype_path": str(bad)}))
     with pytest.raises(ResearchError, match="expected 54 features \\+ Cover_Type"):
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+
+
+def test_without_a_csv_the_real_loader_downloads_covertype(settings, monkeypatch, covtype_csv: Path):
+    """No --data: the split comes from sklearn's fetch_covtype (here a stand-in that serves the CSV's rows,
+    as the real one would after downloading and caching the full data)."""
+
+    import sklearn.datasets
+
+    frame = pd.read_csv(covtype_csv)
+    calls = []
+
+    def download(*args, **kwargs):
+        calls.append(kwargs)
+        labels = frame["Cover_Type"].to_numpy()
+        return SimpleNamespace(data=frame.drop(columns="Cover_Type").to_numpy(), target=labels)
+
+    monkeypatch.setattr(sklearn.datasets, "fetch_covtype", download)
+    _split_arrays.cache_clear()
+    try:
+        service = service_for(settings.model_copy(update={"covtype_path": None}))
+        run, _ = service.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
+    finally:
+        _split_arrays.cache_clear()  # the stand-in's split must not outlive this test
+    assert calls and run.status == "running"

@@ -7,6 +7,7 @@ so a training script cannot score itself.
 
 import hashlib
 import os
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -35,12 +36,11 @@ class Split:
 
 
 def missing_data_message(detail: str) -> str:
+    """One line: what went wrong, then how to point at a CSV (offline) or let the download work."""
     return (
-        "Covertype data is not available"
-        f" ({detail}). Either let scikit-learn download it once (needs internet; "
-        "sklearn.datasets.fetch_covtype caches it under ~/scikit_learn_data or $SCIKIT_LEARN_DATA), "
-        f"or give a CSV of it with --data PATH or the {ENV_COVTYPE}=PATH environment variable "
-        "(54 feature columns + Cover_Type, e.g. ../shared/data/covtype_20k.csv.gz)."
+        f"Covertype data is not available ({detail}): point at a CSV of it with --data PATH or"
+        f" {ENV_COVTYPE}=PATH (54 feature columns + Cover_Type), or go online once so that"
+        " sklearn.datasets.fetch_covtype downloads and caches it"
     )
 
 
@@ -52,9 +52,11 @@ def load_raw(csv_path: str | None) -> tuple[np.ndarray, np.ndarray, str]:
     from sklearn.datasets import fetch_covtype
 
     try:
-        bunch = fetch_covtype()
+        with warnings.catch_warnings():  # its "Retry downloading" warnings would reach a host's stderr
+            warnings.simplefilter("ignore", UserWarning)
+            bunch = fetch_covtype()
     except OSError as exc:  # URLError and friends: no network, no cache
-        raise ResearchError(missing_data_message(f"download failed: {exc}")) from exc
+        raise ResearchError(missing_data_message(f"the download failed: {exc}")) from exc
     return bunch.data.astype(np.float32), bunch.target.astype(np.int64) - 1, "sklearn.fetch_covtype"
 
 

@@ -1,0 +1,298 @@
+"""Look at what is stored: `runs`, `show`, `tasks`, `export`, `db-path`.
+
+Like `llm logs` or optuna's `studies`/`trials`, these read the server's runs; like the agent, they read
+them through MCP (a spawned stdio server on --db, or a running one at --server-url), never the file.
+"""
+
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from autoresearch_mcp.client.connect import ResearchClient, connect
+from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import Experiment, QueryResult, Run, SummaryText
+
+RUN_ID = re.compile(r"^r-[0-9a-f]{10}$")
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)"
+    )
+    parser.add_argument("--server-url", help="ask a running HTTP server instead of spawning one on --db")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get(ENV_TOKEN),
+        help=f"bearer token for --server-url (default ${ENV_TOKEN})",
+    )
+
+
+def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "runs",
+        help="list the stored runs, newest first",
+        epilog="example:\n  autoresearch-mcp runs --status running",
+    )
+    add_server_arguments(p)
+    p.add_argument(
+        "--status", choices=["running", "converged", "exhausted", "stopped"], help="only this status"
+    )
+    p.add_argument("--limit", type=int, default=20, help="show at most this many runs (0: all)")
+    p.set_defaults(func=lambda args: drive(args, list_runs))
+
+    p = sub.add_parser(
+        "show",
+        help="show one run: its summary, best result and experiments",
+        epilog="example:\n  autoresearch-mcp show latest\n  autoresearch-mcp show r-0123456789 --last 10",
+    )
+    add_server_arguments(p)
+    p.add_argument("run_id", nargs="?", default="latest", help="a run id, or 'latest' (default)")
+    p.add_argument("--last", type=int, default=0, help="only the last N experiments (0: all)")
+    p.set_defaults(func=lambda args: drive(args, show_run))
+
+    p = sub.add_parser(
+        "tasks", help="list the tasks a run can work on", epilog="example:\n  autoresearch-mcp tasks"
+    )
+    add_server_arguments(p)
+    p.set_defaults(func=lambda args: drive(args, list_tasks))
+
+    p = sub.add_parser(
+        "export",
+        help="write a run's experiments as CSV or JSON",
+        epilog="example:\n  autoresearch-mcp export latest --format csv --out experiments.csv",
+    )
+    add_server_arguments(p)
+    p.add_argument("run_id", nargs="?", default="latest", help="a run id, or 'latest' (default)")
+    p.add_argument("--format", choices=["csv", "json"], default="csv", help="CSV: one row per experiment")
+    p.add_argument("--out", type=Path, help="the file to write (default: standard output)")
+    p.set_defaults(func=lambda args: drive(args, export_run))
+
+    p = sub.add_parser(
+        "db-path",
+        help="print the path of the database the commands use",
+        epilog='example:\n  sqlite3 "$(autoresearch-mcp db-path)" .tables',
+    )
+    p.add_argument("--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)")
+    p.set_defaults(func=print_db_path)
+
+
+def db_path(args: argparse.Namespace) -> Path:
+    return Path(args.db).expanduser().resolve() if args.db else default_db_path()
+
+
+def print_db_path(args: argparse.Namespace) -> int:
+    print(db_path(args))
+    return 0
+
+
+Command = Callable[[ResearchClient, argparse.Namespace], Coroutine[Any, Any, int]]
+
+
+def drive(args: argparse.Namespace, command: Command) -> int:
+    async def session() -> int:
+        async with server_for(args) as rc:
+            return await command(rc, args)
+
+    return anyio.run(session)
+
+
+@asynccontextmanager
+async def server_for(args: argparse.Namespace) -> AsyncIterator[ResearchClient]:
+    """The server to ask. A database that does not exist yet is not created by looking at it: `runs`
+    and `tasks` ask an empty temporary one; `show` and `export` have nothing to show."""
+    if args.server_url:
+        async with connect(server_url=args.server_url, token=args.token) as rc:
+            yield rc
+        return
+    path = db_path(args)
+    if path.is_file():
+        async with connect(db=path) as rc:
+            yield rc
+        return
+    if args.command in ("show", "export"):
+        raise ResearchError(
+            f"no database at {path}: no run has been stored there; pass --db PATH or set ${ENV_DB}"
+        )
+    with tempfile.TemporaryDirectory(prefix="autoresearch-") as empty:
+        async with connect(db=Path(empty) / "runs.db") as rc:
+            yield rc
+
+
+async def resolve_run(rc: ResearchClient, run_id: str) -> Run:
+    if run_id != "latest":
+        return await rc.run(run_id)
+    runs = await rc.runs()
+    if not runs:
+        raise ResearchError("no run is stored yet: start one with `autoresearch-mcp run`", kind="unknown_run")
+    return runs[0]
+
+
+def columns(rows: list[list[str]]) -> str:
+    """Rows as left-aligned columns (the last one unpadded): plain text that never wraps."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join([cell.ljust(width) for cell, width in zip(row, widths, strict=False)] + [row[-1]]).rstrip()
+        for row in rows
+    )
+
+
+def when(stamp: str | None) -> str:
+    """A stored timestamp to the minute, in UTC, saying so (as the report does)."""
+    if not stamp:
+        return "-"
+    moment = datetime.fromisoformat(stamp)
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def arrow(run: Run) -> str:
+    return "higher is better" if run.direction == "max" else "lower is better"
+
+
+async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
+    runs = [run for run in await rc.runs() if args.status is None or run.status == args.status]
+    if not runs:
+        where = args.server_url or db_path(args)
+        print(f"no runs{' with status ' + args.status if args.status else ''} in {where}")
+        return 0
+    shown = runs[: args.limit] if args.limit > 0 else runs
+    rows = [["run", "task", "status", "used", "best", "created", "name"]]
+    for run in shown:
+        best = f"{fmt(run.best.metric)} (#{run.best.iteration})" if run.best else "-"
+        rows.append(
+            [
+                run.id,
+                run.task,
+                run.status,
+                f"{run.used}/{run.budget}",
+                best,
+                when(run.created_at),
+                run.name or "",
+            ]
+        )
+    print(columns(rows))
+    if len(shown) < len(runs):
+        print(f"... {len(runs) - len(shown)} older runs (--limit 0 shows all)")
+    return 0
+
+
+async def list_tasks(rc: ResearchClient, args: argparse.Namespace) -> int:
+    rows = [["task", "kind", "metric", "experiment tool", "title"]]
+    for task in await rc.tasks():
+        better = "higher is better" if task.direction == "max" else "lower is better"
+        rows.append([task.name, task.kind, f"{task.metric} ({better})", task.experiment_tool, task.title])
+    print(columns(rows))
+    return 0
+
+
+async def edit_descriptions(rc: ResearchClient, run_id: str) -> dict[int, str]:
+    """train.py version -> the description of the edit that made it (from the v_artifacts view)."""
+    if not RUN_ID.match(run_id):
+        return {}
+    sql = f"SELECT version, description FROM v_artifacts WHERE run_id = '{run_id}' ORDER BY version"
+    result = await rc.typed("query_results", {"sql": sql, "max_rows": 1000}, QueryResult)
+    return {int(version): str(description) for version, description in result.rows}
+
+
+def changes(exp: Experiment, best: dict[str, Any] | None) -> str:
+    """The params that differ from the best configuration (all of them when there is no best)."""
+    if best is None:
+        return " ".join(f"{k}={v}" for k, v in exp.params.items())
+    diff = [f"{k}={v}" for k, v in exp.params.items() if best.get(k) != v]
+    return " ".join(diff) if diff else "(same as best)"
+
+
+async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
+    run = await resolve_run(rc, args.run_id)
+    summary = await rc.typed("get_run_summary", {"run_id": run.id}, SummaryText)
+    history = await rc.history(run.id)
+    print(f"run {run.id}  {run.name or ''}".rstrip())
+    print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")
+    print(f"metric {run.metric_name} ({arrow(run)}) · created {when(run.created_at)}")
+    if run.finish_reason:
+        print(f"finished {when(run.finished_at)}: {run.finish_reason}")
+    print()
+    print(summary.summary)
+    print()
+    if not history:
+        print("no experiments yet")
+        return 0
+    edits = await edit_descriptions(rc, run.id) if any(e.artifact_version > 1 for e in history) else {}
+    best_params = run.best.params if run.best else None
+    shown = history[-args.last :] if args.last > 0 else history
+    rows = [["#", "status", run.metric_name, "best", "seconds", "changes vs best / edit / note"]]
+    for exp in shown:
+        if edits:
+            what = f"train.py v{exp.artifact_version}: {edits.get(exp.artifact_version, '')}"
+        else:
+            what = changes(exp, best_params)
+        if exp.note:
+            what += f" · {exp.note}"
+        rows.append(
+            [
+                str(exp.iteration),
+                exp.status,
+                fmt(exp.metric),
+                "*" if run.best and exp.iteration == run.best.iteration else "",
+                fmt(exp.duration_s, 1),
+                " ".join(what.split())[:200],
+            ]
+        )
+    print(columns(rows))
+    return 0
+
+
+def csv_rows(experiments: list[Experiment]) -> tuple[list[str], list[dict[str, Any]]]:
+    params = sorted({k for e in experiments for k in e.params})
+    metrics = sorted({k for e in experiments for k in e.metrics})
+    head = ["run_id", "iteration", "status", "metric", "kept", "duration_s", "artifact_version"]
+    tail = ["note", "error_tail", "started_at", "finished_at"]
+    header = head + [f"params.{k}" for k in params] + [f"metrics.{k}" for k in metrics] + tail
+    rows = []
+    for e in experiments:
+        row: dict[str, Any] = {k: getattr(e, k) for k in head + tail}
+        row.update({f"params.{k}": e.params.get(k) for k in params})
+        row.update({f"metrics.{k}": e.metrics.get(k) for k in metrics})
+        rows.append(row)
+    return header, rows
+
+
+async def export_run(rc: ResearchClient, args: argparse.Namespace) -> int:
+    run = await resolve_run(rc, args.run_id)
+    history = await rc.history(run.id)
+    if args.format == "json":
+        text = json.dumps(
+            {"run": run.model_dump(mode="json"), "experiments": [e.model_dump(mode="json") for e in history]},
+            indent=2,
+        )
+    else:
+        header, rows = csv_rows(history)
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        text = buffer.getvalue()
+    if args.out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    print(f"{len(history)} experiments of {run.id} written to {args.out}", file=sys.stderr)
+    return 0

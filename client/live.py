@@ -1,0 +1,188 @@
+"""What a person watching `autoresearch-mcp run` sees while the agent works.
+
+On a terminal: a panel refreshed four times a second with the run, its budget, the best result, the
+tokens used, and what is happening now (the experiment that is training, or the wait for the model)
+with a spinner and its elapsed time, so a 50-second training does not look like a hang. Anywhere else
+(a pipe, a log file, CI): one plain line per experiment and per refusal, never wrapped. At the end: the
+panel once more from the run as the server has it, then the run's status in the database's words, the
+best result, the tokens, and where the run is kept with the commands that show it.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Group
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from autoresearch_mcp.client.check import AgentResult
+from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
+from autoresearch_mcp.contract.env import default_db_path
+from autoresearch_mcp.contract.models import ExperimentResult, Run
+from autoresearch_mcp.contract.transcript import load_transcript, totals
+
+EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
+PROG = "autoresearch-mcp"
+SCRIPTED_NOTE = "scripted backend: a deterministic test double, no language model was used"
+
+
+def short_params(params: dict[str, Any], limit: int = 6) -> str:
+    items = [f"{k}={v}" for k, v in params.items()]
+    return " ".join(items[:limit]) + (" ..." if len(items) > limit else "")
+
+
+class LiveView:
+    """The state of one run as the agent sees it, fed by the agent's progress events (after each LLM
+    call) and by `ObservedClient` (before and after each tool call)."""
+
+    def __init__(self, mode: str, llm: str, *, plain: bool = False, out: TextIO | None = None) -> None:
+        self.mode, self.llm, self.plain = mode, llm, plain
+        self.out = out or sys.stdout
+        self.run: Run | None = None
+        self.used = 0
+        self.best: tuple[float, int] | None = None
+        self.calls = 0
+        self.context = self.full = 0
+        self.activity = "connecting to the server"
+        self.since = time.monotonic()
+        self.spinner = Spinner("dots")
+
+    # -- events ---------------------------------------------------------------------------------
+    def started(self, run: Run) -> None:
+        self.run, self.used = run, run.used
+        if run.best is not None:
+            self.best = (run.best.metric, run.best.iteration)
+        self._now("waiting for the model")
+        self._line(f"run {run.id} ({run.task}, {self.mode}, {self.llm}): {run.used}/{run.budget} used")
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        """An LLM call ended (the agent's progress callback)."""
+        self.context += event["tokens"]["context"]
+        self.full += event["tokens"]["full"]
+        self.calls = event.get("calls", self.calls)
+        self._now("the model answered")
+
+    def tool_started(self, tool: str, arguments: dict[str, Any]) -> None:
+        if tool in EXPERIMENT_TOOLS:
+            params = arguments.get("params")
+            what = f" {short_params(params)}" if isinstance(params, dict) and params else ""
+            self._now(f"experiment #{self.used + 1} training ({tool}{what})")
+        elif tool not in ("get_experiment_history", "get_run_summary"):
+            self._now(f"calling {tool}")
+
+    def tool_ended(self, tool: str, outcome: ToolOutcome) -> None:
+        if not outcome.ok:
+            self._line(f"refused {tool}: {' '.join(outcome.text.split())[:160]}")
+        elif tool in EXPERIMENT_TOOLS and outcome.data is not None:
+            result = ExperimentResult.model_validate(outcome.data)
+            exp = result.experiment
+            self.used = max(self.used, exp.iteration)
+            if result.best is not None:
+                self.best = (result.best.metric, result.best.iteration)
+            metric = "-" if exp.metric is None else f"{exp.metric:.4f}"
+            took = "" if exp.duration_s is None else f" in {exp.duration_s:.1f}s"
+            if result.is_new_best:
+                best = " (new best)"
+            else:
+                best = f" (best {self.best[0]:.4f} at #{self.best[1]})" if self.best else ""
+            name = self.run.metric_name if self.run else "metric"
+            budget = f"{self.used}/{self.run.budget}" if self.run else str(self.used)
+            self._line(f"#{exp.iteration} {exp.status} {name}={metric}{took}{best} [{budget} used]")
+        self._now("waiting for the model")
+
+    # -- rendering ------------------------------------------------------------------------------
+    def _now(self, activity: str) -> None:
+        self.activity, self.since = activity, time.monotonic()
+
+    def _line(self, text: str) -> None:
+        if self.plain:
+            print(text, file=self.out, flush=True)
+
+    def __rich__(self) -> Group:
+        table = Table(title=Text(f"autoresearch-mcp · {self.mode} · {self.llm}"), show_header=False)
+        if self.run is not None:
+            table.add_row("run", Text(f"{self.run.id} ({self.run.task})"))
+            table.add_row("budget", Text(f"{self.used}/{self.run.budget} used"))
+            name = self.run.metric_name
+            table.add_row("best", Text(f"{name} {self.best[0]:.4f} (#{self.best[1]})" if self.best else "-"))
+        table.add_row("LLM calls", Text(str(self.calls)))
+        table.add_row("tokens", Text(f"context {self.context:,} · full {self.full:,}"))
+        elapsed = time.monotonic() - self.since
+        self.spinner.update(text=Text(f"{elapsed:3.0f}s  {self.activity}"))
+        return Group(table, self.spinner)
+
+
+def where_to_look(args: argparse.Namespace, run_id: str) -> list[str]:
+    """Where the run is kept and the commands that show it."""
+    if args.server_url:
+        at = f" --server-url {args.server_url}"
+        return [f"stored by the server at {args.server_url}; look at it with:", f"  {PROG} show {run_id}{at}"]
+    db = Path(args.db).expanduser().resolve() if args.db else default_db_path()
+    flag = f" --db {db}" if args.db else ""
+    commands = [
+        (f"{PROG} show {run_id}{flag}", "summary, best, experiments"),
+        (f"{PROG} report {run_id}{flag}", "one HTML file"),
+        (f"{PROG} dashboard{flag}", "every run, live, in the browser"),
+    ]
+    width = max(len(command) for command, _ in commands)
+    return [f"stored in {db}; look at it with:"] + [f"  {c.ljust(width)}  # {what}" for c, what in commands]
+
+
+def result_lines(result: AgentResult, args: argparse.Namespace) -> list[str]:
+    """The final lines: the run's status as the database has it, best, tokens, where to look."""
+    total = totals(load_transcript(result.transcript))
+    run = result.run
+    status = run.status if run else "stopped"
+    lines = [f"{result.mode} run {result.run_id} {status}: {result.detail}"]
+    if run is not None and run.best is not None:
+        lines.append(
+            f"best {run.metric_name} {run.best.metric:.4f} at #{run.best.iteration}"
+            f" ({short_params(run.best.params) or 'train.py v' + str(run.best.artifact_version)})"
+        )
+    else:
+        lines.append("no successful experiment")
+    per = total.calls / result.experiments if result.experiments else 0.0
+    lines.append(
+        f"{result.experiments} experiments, {result.llm_calls} LLM calls ({per:.2f} per experiment);"
+        f" tokens: context {total.context:,} · full {total.full:,} · cache-weighted {total.cache_weighted:,.0f}"
+        f" · output {total.output:,}"
+    )
+    lines += where_to_look(args, result.run_id)
+    lines.append(f"transcript: {result.transcript}")
+    if result.scripted:
+        lines.append(SCRIPTED_NOTE)
+    return lines
+
+
+def final_panel(view: LiveView, result: AgentResult) -> Table:
+    """The live panel once more, from the run as the server has it at the end (all text as Text: a run
+    name or a model's finish reason is never read as rich markup)."""
+    run = result.run
+    table = Table(title=Text(f"autoresearch-mcp · {view.mode} · {view.llm}"), show_header=False)
+    if run is not None:
+        table.add_row("run", Text(f"{run.id} ({run.task})"))
+        table.add_row("status", Text(run.status))
+        table.add_row("budget", Text(f"{run.used}/{run.budget} used"))
+        best = f"{run.metric_name} {run.best.metric:.4f} (#{run.best.iteration})" if run.best else "-"
+        table.add_row("best", Text(best))
+    table.add_row("LLM calls", Text(str(result.llm_calls)))
+    table.add_row("tokens", Text(f"context {view.context:,} · full {view.full:,}"))
+    return table
+
+
+class ObservedClient(ResearchClient):
+    """The agent's client, telling the view when a tool call starts and ends."""
+
+    def __init__(self, rc: ResearchClient, view: LiveView) -> None:
+        super().__init__(rc.client)
+        self.view = view
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        self.view.tool_started(tool, arguments)
+        outcome = await super().call(tool, arguments)
+        self.view.tool_ended(tool, outcome)
+        return outcome

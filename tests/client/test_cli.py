@@ -1,0 +1,262 @@
+"""The command line as a user meets it: each mistake is one line on stderr and exit status 2, `--help`
+says what every option does and what it defaults to, and the stored runs can be looked at and exported.
+
+The commands run as real subprocesses (the installed entry point's module), so what is asserted is
+everything the user would see, the spawned server's stderr included."""
+
+import argparse
+import csv
+import io
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoresearch_mcp.cli import build_parser
+from conftest import TESTS_DIR
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autoresearch_mcp.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    """The error as the user sees it; fails unless it is exactly one line with exit status 2."""
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stderr
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def toy_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spawned server also knows the test-only toy task."""
+    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unknown_task_is_one_line_naming_the_known_ones(tmp_path: Path):
+    line = one_line_error(cli("run", "--task", "nope", "--llm", "scripted", "--db", str(tmp_path / "r.db")))
+    assert "unknown task 'nope'" in line and "hpo-covertype" in line and "codeopt-records" in line
+
+
+@pytest.mark.parametrize("budget", ["0", "-3", "many", "10001"])
+def test_a_bad_budget_is_one_line_before_anything_starts(tmp_path: Path, budget: str):
+    line = one_line_error(cli("run", "--llm", "scripted", "--budget", budget, "--db", str(tmp_path / "r.db")))
+    assert "budget" in line and "1 to 10000" in line
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_missing_data_is_one_line_saying_how_to_point_at_a_csv(tmp_path: Path):
+    missing = tmp_path / "nowhere.csv"
+    result = cli(
+        "run", "--llm", "scripted", "--budget", "1", "--data", str(missing), "--db", str(tmp_path / "r.db")
+    )
+    line = one_line_error(result)
+    assert "Covertype data is not available" in line and str(missing) in line and "--data PATH" in line
+
+
+def test_a_refused_start_run_is_one_line(tmp_path: Path, toy_env: None):
+    # A name past start_run's 100 characters passes argparse but not the tool's schema.
+    db = str(tmp_path / "r.db")
+    result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--name", "n" * 150, "--db", db)
+    line = one_line_error(result)
+    assert line.startswith("autoresearch-mcp: start_run refused: name:") and "100 characters" in line
+
+
+@pytest.mark.parametrize("target", ["nan", "inf", "high"])
+def test_a_target_that_is_not_a_finite_number_is_one_line(target: str):
+    line = one_line_error(cli("run", "--llm", "scripted", "--target", target))
+    assert "--target" in line and "finite number" in line
+
+
+def test_the_default_anthropic_backend_without_a_key_is_one_line_with_the_alternatives(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "autoresearch_mcp.cli", "run", "--db", str(tmp_path / "r.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    line = one_line_error(result)
+    assert "paid Anthropic API" in line and "ANTHROPIC_API_KEY" in line and "--llm scripted" in line
+    assert "--api-key" not in line  # no such flag
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_the_openai_backend_without_endpoint_or_key_is_one_line(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autoresearch_mcp.cli",
+            "run",
+            "--llm",
+            "openai",
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    line = one_line_error(result)
+    assert "--base-url" in line and "OPENAI_API_KEY" in line
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_an_openai_endpoint_that_is_not_there_is_one_line_and_no_run(tmp_path: Path):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    line = one_line_error(cli("run", "--llm", "openai", "--base-url", url, "--db", str(tmp_path / "r.db")))
+    assert "cannot reach" in line and "127.0.0.1" in line and "--base-url" in line
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_an_unknown_flag_is_one_line():
+    line = one_line_error(cli("run", "--no-such-flag", "3"))
+    assert "unrecognized arguments" in line and "--help" in line
+
+
+def test_show_and_export_without_a_database_are_one_line(tmp_path: Path):
+    for command in ("show", "export"):
+        line = one_line_error(cli(command, "--db", str(tmp_path / "none.db")))
+        assert "no database at" in line
+    assert not (tmp_path / "none.db").exists()  # looking does not create it
+
+
+def test_resuming_an_unknown_or_finished_run_is_one_line(tmp_path: Path, toy_env: None):
+    db = tmp_path / "r.db"
+    line = one_line_error(cli("run", "--run-id", "r-0000000000", "--llm", "scripted", "--db", str(db)))
+    assert "no run r-0000000000" in line
+    done = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "1", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    run_id = sqlite3.connect(db).execute("SELECT id FROM runs").fetchone()[0]
+    line = one_line_error(cli("run", "--run-id", run_id, "--llm", "scripted", "--db", str(db)))
+    assert f"run {run_id} is exhausted" in line
+
+
+def walk(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.items()
+
+
+def test_every_command_has_a_description_an_example_and_help_for_every_option():
+    parser = build_parser()
+    for name, sub in walk(parser):
+        assert sub.description, name
+        assert sub.epilog and "autoresearch-mcp" in sub.epilog, name
+        for action in sub._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+def test_run_help_says_the_default_backend_is_the_paid_api_and_shows_defaults():
+    text = " ".join(cli("run", "--help").stdout.split())
+    assert "paid Anthropic API" in text and "(default: 15)" in text and "--budget N, --iterations N" in text
+    assert "example:" in text
+
+
+def test_budget_and_iterations_are_the_same_flag():
+    parser = build_parser()
+    assert parser.parse_args(["run", "--budget", "7"]).iterations == 7
+    assert parser.parse_args(["run", "--iterations", "7"]).iterations == 7
+    assert parser.parse_args(["compare", "--budget", "7", "--out", "results"]).iterations == 7
+
+
+def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(tmp_path: Path, toy_env: None):
+    db = tmp_path / "r.db"
+    result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "3", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    run_id = sqlite3.connect(db).execute("SELECT id FROM runs").fetchone()[0]
+    assert lines[0].startswith(f"run {run_id} (toy-quadratic, stateful, scripted)")
+    assert [line.split()[0] for line in lines[1:4]] == ["#1", "#2", "#3"]
+    assert "\x1b[" not in result.stdout  # no terminal control sequences
+    assert f"stateful run {run_id} exhausted: budget used (3/3)" in result.stdout  # the database's word
+    assert f"autoresearch-mcp show {run_id} --db {db}" in result.stdout
+    assert f"autoresearch-mcp report {run_id} --db {db}" in result.stdout
+    assert f"autoresearch-mcp dashboard --db {db}" in result.stdout
+    assert all(len(line) < 300 for line in lines)
+
+
+def test_runs_show_export_and_tasks_read_what_a_run_stored(tmp_path: Path, toy_env: None):
+    db = tmp_path / "r.db"
+    assert (
+        cli(
+            "run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "2", "--db", str(db)
+        ).returncode
+        == 0
+    )
+    run_id, name = sqlite3.connect(db).execute("SELECT id, name FROM runs").fetchone()
+    assert name.startswith("toy-quadratic stateful scripted 20")  # task, mode, backend, start time
+
+    runs = cli("runs", "--db", str(db))
+    assert (
+        runs.returncode == 0 and run_id in runs.stdout and "exhausted" in runs.stdout and "2/2" in runs.stdout
+    )
+
+    show = cli("show", "latest", "--db", str(db))
+    assert show.returncode == 0, show.stderr
+    assert (
+        f"run {run_id}" in show.stdout and "higher is better" in show.stdout and "Best score=" in show.stdout
+    )
+
+    as_csv = cli("export", run_id, "--format", "csv", "--db", str(db))
+    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert [row["iteration"] for row in rows] == ["1", "2"] and "params.x" in rows[0]
+
+    out = tmp_path / "exp.json"
+    assert cli("export", "--format", "json", "--out", str(out), "--db", str(db)).returncode == 0
+    data = json.loads(out.read_text())
+    assert data["run"]["id"] == run_id and [e["iteration"] for e in data["experiments"]] == [1, 2]
+
+    tasks = cli("tasks", "--db", str(db))
+    assert "toy-quadratic" in tasks.stdout and "hpo-covertype" in tasks.stdout
+
+
+def test_db_path_prints_the_database_the_commands_use(tmp_path: Path):
+    assert cli("db-path", env={"AUTORESEARCH_DB": str(tmp_path / "x.db")}).stdout.strip() == str(
+        tmp_path / "x.db"
+    )
+    assert cli("db-path", "--db", str(tmp_path / "y.db")).stdout.strip() == str(tmp_path / "y.db")
+
+
+def test_runs_on_a_database_that_does_not_exist_says_so_without_creating_it(tmp_path: Path):
+    result = cli("runs", "--db", str(tmp_path / "none.db"))
+    assert result.returncode == 0 and "no runs" in result.stdout
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(tmp_path: Path, toy_env: None):
+    from autoresearch_mcp.server.research import Research
+    from autoresearch_mcp.server.settings import ServerSettings
+
+    db = tmp_path / "r.db"
+    with Research(ServerSettings(db_path=db)) as research:
+        run, _ = research.runs.start_run("toy-quadratic", 2, None, 7, "started elsewhere")
+    result = cli("run", "--run-id", run.id, "--llm", "scripted", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert f"run {run.id} exhausted: budget used (2/2)" in result.stdout
+    rows = sqlite3.connect(db).execute("SELECT COUNT(*), MIN(run_id) FROM experiments").fetchone()
+    assert rows == (2, run.id)

@@ -1,0 +1,83 @@
+"""The live view of `autoresearch-mcp run`: what is happening now, with its elapsed time, and a panel that
+follows every experiment (not only every LLM call)."""
+
+import io
+
+from rich.console import Console
+
+from autoresearch_mcp.client.connect import ToolOutcome
+from autoresearch_mcp.client.live import LiveView
+from autoresearch_mcp.contract.models import BestResult, Experiment, ExperimentResult, Run
+
+NOW = "2026-01-01T00:00:00+00:00"
+
+
+def a_run() -> Run:
+    return Run(
+        id="r-0123456789",
+        name=None,
+        task="toy-quadratic",
+        status="running",
+        budget=3,
+        used=0,
+        target=None,
+        seed=1,
+        metric_name="score",
+        direction="max",
+        created_at=NOW,
+    )
+
+
+def result(iteration: int, metric: float, best: float, new_best: bool) -> ToolOutcome:
+    experiment = Experiment(
+        id=iteration,
+        run_id="r-0123456789",
+        iteration=iteration,
+        params={"x": 0.1},
+        artifact_version=1,
+        status="ok",
+        metric=metric,
+        started_at=NOW,
+        duration_s=1.5,
+    )
+    done = ExperimentResult(
+        experiment=experiment,
+        is_new_best=new_best,
+        best=BestResult(iteration=1, metric=best, params={"x": 0.1}, artifact_version=1),
+        budget_left=3 - iteration,
+        run_status="running",
+    )
+    return ToolOutcome(ok=True, text="", data=done.model_dump(mode="json"))
+
+
+def rendered(view: LiveView) -> str:
+    console = Console(file=io.StringIO(), width=160, force_terminal=False)
+    console.print(view)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_the_panel_shows_the_experiment_that_is_training_and_how_long_it_has_run():
+    view = LiveView("stateful", "scripted")
+    view.started(a_run())
+    view.tool_started("run_experiment", {"params": {"x": 0.1, "y": 2}})
+    view.since -= 42  # as if it had been training for 42 s
+    text = rendered(view)
+    assert "experiment #1 training (run_experiment x=0.1 y=2)" in text and "42s" in text
+    assert "0/3 used" in text
+
+
+def test_the_panel_follows_each_experiment_and_the_plain_view_prints_one_line_each():
+    out = io.StringIO()
+    view = LiveView("stateful", "scripted", plain=True, out=out)
+    view.started(a_run())
+    view.tool_ended("run_experiment", result(1, 0.5, 0.5, True))
+    view.tool_ended("run_experiment", result(2, 0.4, 0.5, False))
+    view.tool_ended("run_experiment", ToolOutcome(ok=False, text="exact repeat of #1:\nchange x", data=None))
+    text = rendered(view)
+    assert "2/3 used" in text and "score 0.5000 (#1)" in text and "waiting for the model" in text
+    assert out.getvalue().splitlines() == [
+        "run r-0123456789 (toy-quadratic, stateful, scripted): 0/3 used",
+        "#1 ok score=0.5000 in 1.5s (new best) [1/3 used]",
+        "#2 ok score=0.4000 in 1.5s (best 0.5000 at #1) [2/3 used]",
+        "refused run_experiment: exact repeat of #1: change x",
+    ]
