@@ -71,7 +71,7 @@ async def test_a_flat_call_is_refused_with_how_to_wrap_it_and_costs_nothing(sett
         bare = await client.call_tool(tool, {"run_id": run_id})
         summary = await client.call_tool("get_run_summary", {"run_id": run_id})
     assert result.is_error
-    refusal = result.structured_content["refusal"]
+    refusal = result.meta["autoresearch/refusal"]
     assert refusal["kind"] == "invalid_params"
     assert (
         "inside one `params` object" in refusal["message"]
@@ -110,7 +110,7 @@ async def test_a_refusal_inside_a_progress_reporting_tool_is_still_a_refusal(set
     async with client_for(settings) as client:
         run_id = await started(client)
         result = await client.call_tool("run_benchmark", {"run_id": run_id}, progress_callback=ignore)
-    assert result.is_error and result.structured_content["refusal"]["kind"] == "wrong_tool"
+    assert result.is_error and result.meta["autoresearch/refusal"]["kind"] == "wrong_tool"
 
 
 async def test_run_benchmark_sends_progress_while_it_times(tmp_path, monkeypatch: pytest.MonkeyPatch):
@@ -185,6 +185,6 @@ async def test_without_run_id_a_call_never_lands_in_one_of_several_running_runs(
     finally:
         research.close()
     assert result.is_error
-    refusal = result.structured_content["refusal"]
+    refusal = result.meta["autoresearch/refusal"]
     assert refusal["kind"] == "ambiguous_run" and set(refusal["detail"]["running"]) == {one, two}
     assert one in refusal["message"] and two in refusal["message"] and "pass run_id" in refusal["message"]
