@@ -158,13 +158,8 @@ def remove_cgroup(path: Path) -> None:
 
 
 # -- the sweep -------------------------------------------------------------------------------------
-def _owner_alive(name: str, prefix: str) -> bool:
-    pid_text, tagged, _ = name[len(prefix) :].partition("-")
-    if not tagged or not pid_text.isdigit():
-        return True  # not ours to judge (an untagged layout, or someone else's)
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return True
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID exists on this host (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -172,6 +167,14 @@ def _owner_alive(name: str, prefix: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _owner_alive(name: str, prefix: str) -> bool:
+    pid_text, tagged, _ = name[len(prefix) :].partition("-")
+    if not tagged or not pid_text.isdigit():
+        return True  # not ours to judge (an untagged layout, or someone else's)
+    pid = int(pid_text)
+    return pid == os.getpid() or pid_alive(pid)
 
 
 def sweep_stale_sandboxes() -> int:

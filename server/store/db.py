@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from autoresearch_mcp.sandbox.resources import pid_alive
 from autoresearch_mcp.server.store import migrations
 
 BUSY_TIMEOUT_S = 30.0
@@ -65,13 +66,7 @@ def owner_alive(pid: int | None, host: str | None, token: str | None) -> bool:
         return False
     if pid == os.getpid():
         return token == _token
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def orphaned(rows: list[sqlite3.Row]) -> list[sqlite3.Row]:
