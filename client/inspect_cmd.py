@@ -16,14 +16,14 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import anyio
 
 from autoresearch_mcp.client.connect import ResearchClient, connect
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import Experiment, QueryResult, Run, SummaryText
+from autoresearch_mcp.contract.models import Experiment, QueryResult, Run, RunStatus, SummaryText
 
 RUN_ID = re.compile(r"^r-[0-9a-f]{10}$")
 
@@ -47,9 +47,7 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         epilog="example:\n  autoresearch-mcp runs --status running",
     )
     add_server_arguments(p)
-    p.add_argument(
-        "--status", choices=["running", "converged", "exhausted", "stopped"], help="only this status"
-    )
+    p.add_argument("--status", choices=get_args(RunStatus), help="only this status")
     p.add_argument("--limit", type=int, default=20, help="show at most this many runs (0: all)")
     p.set_defaults(func=lambda args: drive(args, list_runs))
 
