@@ -14,21 +14,25 @@ NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
-def repeat_hint(tool: str, params: dict[str, object], refusals: int) -> str:
+def repeat_hint(tool: str, params: dict[str, object], names: list[str], refusals: int) -> str:
     """Added to an exact-repeat refusal: a small model that copies the best configuration from the
     summary needs to be told which value to change (it ignores a general "try different params").
-    The parameter named rotates with each refusal; capable models never repeat, so never see it."""
+    The parameter named rotates with each refusal over all of the task's params, those the model did
+    not send first (it copies the ones it sends); capable models never repeat, so never see it."""
     if tool == "run_benchmark":
         return "This version of train.py is already benchmarked: change it with modify_train_py first."
-    if not params:
+    choices = [n for n in names if n not in params] + [n for n in names if n in params] or sorted(params)
+    if not choices:
         return "Set at least one parameter to a value not tried yet."
-    name = sorted(params)[refusals % len(params)]
-    return f"Change at least one value this time, e.g. {name} (you sent {params[name]!r})."
+    name = choices[refusals % len(choices)]
+    sent = f" (you sent {params[name]!r})" if name in params else ""
+    return f"Change at least one value this time, e.g. {name}{sent}."
 
 
-def stateful_turn(summary: str) -> str:
-    """The per-turn message; train.py, when needed, travels in the window instead (see stateful.py)."""
-    return f"Summary:\n{summary}\nNext experiment?"
+def stateful_turn(summary: str, request: str, code: str | None = None) -> str:
+    """The per-turn message: the summary, the current train.py in a code task, the request."""
+    shown = f"\ntrain.py (current):\n```python\n{code.rstrip()}\n```" if code is not None else ""
+    return f"Summary:\n{summary}{shown}\n{request}"
 
 
 # -- the stateless baseline, in the paper's format -------------------------------------------------
@@ -145,15 +149,27 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
 
 
 def parse_code(text: str) -> str | None:
-    """The source after `CODE:`, without markdown fences."""
+    """The proposed source: after `CODE:` (fenced or not), else the last fenced python block holding a
+    `def` (small models often drop the marker and answer with a plain code block)."""
     marker = text.find("CODE:")
-    if marker < 0:
-        return None
-    body = text[marker + len("CODE:") :].strip("\n")
-    if "```" in body:
-        parts = body.split("```")
-        if len(parts) >= 2:
-            block = parts[1]
-            body = block.split("\n", 1)[1] if block.startswith(("python", "py\n")) else block
+    if marker >= 0:
+        body = text[marker + len("CODE:") :].strip("\n")
+        if "```" in body:
+            body = _fenced_blocks(body)[0] if _fenced_blocks(body) else body.replace("```", "")
+    else:
+        blocks = [b for b in _fenced_blocks(text) if "def " in b]
+        if not blocks:
+            return None
+        body = blocks[-1]
     body = body.strip("\n") + "\n"
     return body if body.strip() else None
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    """The bodies of ```-fenced blocks, without their language tag."""
+    parts = text.split("```")
+    blocks = []
+    for block in parts[1::2]:
+        first, _, rest = block.partition("\n")
+        blocks.append(rest if first.strip().isalnum() or not first.strip() else block)
+    return blocks

@@ -3,7 +3,9 @@ the agent's small tool set, the run summary read fresh from the server, and a bo
 
 The window is a list of turns (an assistant message and the user message answering it), so it never
 separates a tool call from its result. By default it holds only the turns since the last recorded
-experiment: the summary already carries every result.
+experiment: the summary already carries every result. In a code task the turn's message also holds
+the current train.py (once per request: a refused edit's turn does not repeat it), and the agent
+benchmarks each accepted edit itself, so the model needs one tool call per reply.
 """
 
 import json
@@ -36,8 +38,6 @@ class Turn(BaseModel):
     assistant: Message
     user: Message
     recorded_experiment: bool = False
-    shows_version: int | None = None  # the full train.py of this version is in this turn
-    made_version: tuple[int, int] | None = None  # (from, to): the model's own edit, applied by the server
 
 
 def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
@@ -65,18 +65,6 @@ def _without_repeated_refusals(window: list[Turn]) -> list[Turn]:
     ]
     latest = {_calls_key(t): i for i, t in enumerate(window) if t.assistant.tool_calls}
     return [t for i, t in enumerate(window) if not refused[i] or latest[_calls_key(t)] == i]
-
-
-def known_version(window: list[Turn]) -> int | None:
-    """The train.py version the model can see in its window: shown in full, or derived from it by
-    its own edits."""
-    known = None
-    for turn in window:
-        if turn.shows_version is not None:
-            known = turn.shows_version
-        elif turn.made_version is not None and turn.made_version[0] == known:
-            known = turn.made_version[1]
-    return known
 
 
 def result_text(tool: str, outcome: ToolOutcome) -> str:
@@ -108,9 +96,9 @@ class StatefulAgent(Agent):
 
     async def run(self) -> AgentResult:
         self.turns, self.repeats = [], 0
-        tools = agent_tools(await self.rc.tools(), self.config.task)
+        task = self.config.task
+        tools = agent_tools(await self.rc.tools(), task)
         names = {tool.name for tool in tools}
-        system = self.config.task.agent.system_prompt
         stop: tuple[StopReason, str] | None = None
         while True:
             run = await self.rc.run(self.run_id)
@@ -118,14 +106,16 @@ class StatefulAgent(Agent):
             if stop:
                 break
             window = select_window(self.turns, self.config.window)
-            if self.config.task.kind == "code":
-                window = await self._show_code_if_unseen(window)
             summary = await self.rc.summary(self.run_id)
-            messages = [Message(role="user", text=stateful_turn(summary))]
+            code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
+            messages = [Message(role="user", text=stateful_turn(summary, task.agent.turn, code))]
             for turn in window:
                 messages += [turn.assistant, turn.user]
             request = LLMRequest(
-                system=system, tools=tools, messages=messages, max_tokens=self.config.max_tokens
+                system=task.agent.system_prompt,
+                tools=tools,
+                messages=messages,
+                max_tokens=self.config.max_tokens,
             )
             try:
                 response = await self.ask(request, run)
@@ -145,28 +135,8 @@ class StatefulAgent(Agent):
             self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
         return await finish(self.rc, self.run_id, "stateful", stop, self.calls, self.transcript)
 
-    async def _show_code_if_unseen(self, window: list[Turn]) -> list[Turn]:
-        """Put the current train.py in the window (as a get_current_train_py exchange) unless the model
-        can already see it there."""
-        current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
-        if known_version(window) == current.version:
-            return window
-        call = ToolCall(
-            id=f"code-v{current.version}-{len(self.turns)}", name="get_current_train_py", arguments={}
-        )
-        outcome = ToolOutcome(ok=True, text="", data=current.model_dump(mode="json"))
-        turn = Turn(
-            assistant=Message(role="assistant", tool_calls=[call]),
-            user=Message(
-                role="user",
-                tool_results=[ToolResult(tool_call_id=call.id, content=result_text(call.name, outcome))],
-            ),
-            shows_version=current.version,
-        )
-        self.turns.append(turn)
-        return [*window, turn]
-
     async def _run_tools(self, assistant: Message, calls: list[ToolCall], names: set[str]) -> Turn:
+        profile = self.config.task.agent
         results: list[ToolResult] = []
         turn = Turn(assistant=assistant, user=Message(role="user"))
         ended = edit_refused = failed = False
@@ -181,20 +151,24 @@ class StatefulAgent(Agent):
             elif call.name not in names:
                 text, is_error = f"unknown tool {call.name!r}; use one of {sorted(names)}", True
             else:
-                outcome = await self.rc.call(call.name, {**call.arguments, "run_id": self.run_id})
+                fixed = profile.fixed_arguments.get(call.name, {})
+                outcome = await self.rc.call(call.name, {**call.arguments, **fixed, "run_id": self.run_id})
                 text, is_error = result_text(call.name, outcome), not outcome.ok
                 if outcome.refusal is not None and outcome.refusal.kind == "exact_repeat":
                     params = call.arguments.get("params")
-                    hint = repeat_hint(call.name, params if isinstance(params, dict) else {}, self.repeats)
-                    text += " " + hint
+                    sent = params if isinstance(params, dict) else {}
+                    everything = list(self.config.task.params_schema.get("properties", {}))
+                    text += " " + repeat_hint(call.name, sent, everything, self.repeats)
                     self.repeats += 1
-                self._account(call, outcome, turn)
+                ended = self._account(call, outcome, turn)
                 edit_refused = edit_refused or (call.name == "modify_train_py" and not outcome.ok)
-                ended = (
-                    outcome.ok
-                    and call.name in EXPERIMENT_TOOLS
-                    and (outcome.as_model(ExperimentResult).run_status != "running")
-                )
+                if call.name == "modify_train_py" and outcome.ok and profile.benchmark_after_edit:
+                    # The agent's own step, shown to the model with its edit's result.
+                    bench = ToolCall(id=f"{call.id}-bench", name="run_benchmark", arguments={})
+                    measured = await self.rc.call("run_benchmark", {"run_id": self.run_id})
+                    text += "; benchmarked: " + result_text("run_benchmark", measured)
+                    is_error = not measured.ok
+                    ended = self._account(bench, measured, turn)
             failed = failed or is_error
             results.append(ToolResult(tool_call_id=call.id, content=text, is_error=is_error))
         if failed and not turn.recorded_experiment:
@@ -202,17 +176,14 @@ class StatefulAgent(Agent):
         turn.user = Message(role="user", tool_results=results)
         return turn
 
-    def _account(self, call: ToolCall, outcome: ToolOutcome, turn: Turn) -> None:
-        if not outcome.ok:
-            return
-        if call.name in EXPERIMENT_TOOLS:
-            turn.recorded_experiment = True
-            if outcome.as_model(ExperimentResult).experiment.status == "ok":
-                self.failures = 0
-            else:
-                self.failures += 1
-        elif call.name == "modify_train_py":
-            version = outcome.as_model(ArtifactInfo).version
-            turn.made_version = (version - 1, version)
-        elif call.name == "get_current_train_py":
-            turn.shows_version = outcome.as_model(ArtifactInfo).version
+    def _account(self, call: ToolCall, outcome: ToolOutcome, turn: Turn) -> bool:
+        """Count an experiment the call recorded; whether the run has ended with it."""
+        if not outcome.ok or call.name not in EXPERIMENT_TOOLS:
+            return False
+        turn.recorded_experiment = True
+        result = outcome.as_model(ExperimentResult)
+        if result.experiment.status == "ok":
+            self.failures = 0
+        else:
+            self.failures += 1
+        return result.run_status != "running"

@@ -1,8 +1,9 @@
 """The agent's tool set: a small subset of the server's MCP tools, compactly described.
 
 Tool definitions are re-sent on every call (cacheable, but still paid for), so the agent offers only
-the tools its task needs, strips what the model never sets (run_id: the agent fills it in), and keeps
-only the parameter schema of the task at hand.
+the tools its task's profile names, strips what the model never sets (run_id and the profile's fixed
+arguments: the agent fills them in; its dropped arguments), and keeps only the names and types of the
+task's parameters.
 """
 
 from typing import Any
@@ -43,23 +44,38 @@ def _compact(schema: Any, defs: dict[str, Any]) -> Any:
     return out
 
 
+def params_for_model(schema: dict[str, Any]) -> dict[str, Any]:
+    """The task's params as names and types only: the ranges are in the system prompt, and a grammar
+    built from the schema enforces types, not bounds."""
+    properties = {
+        name: {"type": prop["type"]} if "type" in prop else {}
+        for name, prop in schema.get("properties", {}).items()
+    }
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
 def agent_tools(mcp_tools: list[Any], task: TaskInfo) -> list[ToolSpec]:
-    """The tools the task's profile names, with `params` narrowed to the task's own schema."""
-    wanted = task.agent.tools
+    """The tools the task's profile names, with `params` narrowed to the task's own names and types,
+    without the arguments the agent fills in itself or does not offer."""
+    profile = task.agent
     specs = []
     by_name = {tool.name: tool for tool in mcp_tools}
-    for name in wanted:
+    for name in profile.tools:
         tool = by_name.get(name)
         if tool is None:
             continue
+        hidden = (
+            HIDDEN_ARGS
+            | set(profile.fixed_arguments.get(name, {}))
+            | set(profile.dropped_arguments.get(name, []))
+        )
         schema = dict(tool.input_schema)
         defs = schema.pop("$defs", {})
-        properties = {k: v for k, v in schema.get("properties", {}).items() if k not in HIDDEN_ARGS}
+        properties = {k: v for k, v in schema.get("properties", {}).items() if k not in hidden}
         if "params" in properties:
-            properties["params"] = task.params_schema
+            properties["params"] = params_for_model(task.params_schema)
         compact = _compact({**schema, "properties": properties}, defs)
-        compact["required"] = [r for r in schema.get("required", []) if r not in HIDDEN_ARGS]
-        specs.append(
-            ToolSpec(name=name, description=_first_sentence(tool.description or name), input_schema=compact)
-        )
+        compact["required"] = [r for r in schema.get("required", []) if r not in hidden]
+        description = profile.tool_descriptions.get(name) or _first_sentence(tool.description or name)
+        specs.append(ToolSpec(name=name, description=description, input_schema=compact))
     return specs

@@ -24,6 +24,7 @@ from autoresearch_mcp.contract.models import (
     HistoryPage,
     Note,
     NoteKind,
+    ParamsBase,
     Run,
     RunStatus,
 )
@@ -157,22 +158,36 @@ class RunService:
         return RefusedError(message, kind=kind)
 
     def run_experiment(
-        self, run_id: str, params: dict[str, Any], note: str | None, tool: str = "run_experiment"
+        self,
+        run_id: str,
+        params: dict[str, Any],
+        note: str | None,
+        tool: str = "run_experiment",
+        base: ParamsBase = "defaults",
     ) -> ExperimentResult:
-        prepared = self.prepare_experiment(run_id, params, note, tool)
+        prepared = self.prepare_experiment(run_id, params, note, tool, base)
         started = time.monotonic()
         outcome = self._execute(prepared.task, prepared.params, prepared.source, prepared.ctx)
         return self.record_outcome(prepared.experiment.id, outcome, round(time.monotonic() - started, 3))
 
     def prepare_experiment(
-        self, run_id: str, params: dict[str, Any], note: str | None, tool: str
+        self,
+        run_id: str,
+        params: dict[str, Any],
+        note: str | None,
+        tool: str,
+        base: ParamsBase = "defaults",
     ) -> PreparedExperiment:
         """Validate and reserve: the experiment row exists (and counts against the budget) from here on.
 
-        Invalid params and exact repeats are refused, logged, and cost nothing."""
+        `base`: what the params not given take: the task's defaults, or the best experiment's values
+        (so a caller sends only what it changes). Invalid params and exact repeats are refused, logged,
+        and cost nothing."""
         check_text(note, "the note", multiline=True)
         run = self.store.get_run(run_id)
         task = self.task(run.task)
+        if base == "best" and run.best is not None and isinstance(params, dict):
+            params = {**run.best.params, **params}
         try:
             validated = task.params_model.model_validate(params)
         except ValidationError as exc:

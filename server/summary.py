@@ -13,6 +13,7 @@ from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.base import Task
 
 LAST_EXPERIMENTS = 5
+TRIED_SHOWN = 4
 LAST_NOTES = 2
 NOTE_CHARS = 120
 ERROR_CHARS = 70
@@ -29,19 +30,27 @@ def _changed(params: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any
     return {key: value for key, value in params.items() if reference.get(key) != value}
 
 
+def _in_schema_order(params: dict[str, Any], task: Task) -> dict[str, Any]:
+    """Stored params are key-sorted; the model reads them in the order of the task's schema."""
+    order = list(task.params_model.model_fields)
+    return dict(sorted(params.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+
+
 def experiment_line(
     exp: Experiment, task: Task, best: Experiment | None, descriptions: dict[int, str]
 ) -> str:
-    """`#7 ok 0.7601 max_depth=10` — status, metric, and what differs from the best."""
-    parts = [f"#{exp.iteration}", exp.status]
-    if exp.metric is not None:
-        parts.append(f"{exp.metric:.4f}")
+    """`#7 0.7601 max_depth=10`: iteration, metric (or status), and the params that differ from the
+    best (a params task), or the train.py version it ran (a code task)."""
+    parts = [f"#{exp.iteration}"]
+    parts.append(f"{exp.metric:.4f}" if exp.status == "ok" and exp.metric is not None else exp.status)
     if best is not None and exp.id == best.id:
         parts.append("(best)")
     elif exp.params:
         reference = best.params if best is not None else _defaults(task)
         changed = _changed(exp.params, reference)
-        parts.append(task.format_params(changed) if changed else "same params as best")
+        parts.append(
+            task.format_params(_in_schema_order(changed, task)) if changed else "same params as best"
+        )
     if not exp.params or (best is not None and exp.artifact_version != best.artifact_version):
         description = descriptions.get(exp.artifact_version, "")
         parts.append(
@@ -56,31 +65,45 @@ def _defaults(task: Task) -> dict[str, Any]:
     return task.params_model().model_dump()
 
 
+def least_varied(store: Store, run_id: str, task: Task) -> str:
+    """The param with the fewest distinct values tried so far (schema order breaks ties), and those
+    values: where an untried change is most likely. A small model that copies the best configuration
+    needs a name to change and the values not to send again."""
+    names = list(task.params_model.model_fields)
+    counts = store.distinct_values(run_id, names)
+    name = min(names, key=lambda n: (counts[n], names.index(n)))
+    values = store.values_of(run_id, name)
+    shown = ", ".join(task.format_params({name: v}).split("=", 1)[1] for v in values[:TRIED_SHOWN])
+    more = f" and {len(values) - TRIED_SHOWN} more" if len(values) > TRIED_SHOWN else ""
+    return f"{name} (tried: {shown}{more})"
+
+
 def render_summary(store: Store, run: Run, task: Task) -> str:
+    """Params tasks: the best configuration in full (names once), then recent experiments as what
+    differs from it, so a caller can send only its changes (run_experiment with base="best")."""
     goal = "higher" if task.direction == "max" else "lower"
-    target = (
-        f", target {task.metric}{'>=' if task.direction == 'max' else '<='}{run.target:g}"
-        if run.target
-        else ""
-    )
-    lines = [f"Run {run.id} {task.name}: {run.status}, {run.used}/{run.budget} used{target}"]
+    target = f", target {'>=' if task.direction == 'max' else '<='}{run.target:g}" if run.target else ""
+    lines = [
+        f"{task.name}: {run.status}, {run.used}/{run.budget} used; {task.metric} {goal} is better{target}"
+    ]
     best = store.best_experiment(run.id, run.direction)
     versions = {v.version: v.description for v in store.artifacts.versions(run.id)}
+    has_params = bool(task.params_model.model_fields)
     if best is None or best.metric is None:
-        lines.append(f"Best: none yet ({task.metric}, {goal} is better)")
+        lines.append("Best: none yet" + (" (params left out take their defaults)" if has_params else ""))
     else:
-        changed = _changed(best.params, _defaults(task))
-        params = f": {task.format_params(changed)}" if changed else (": defaults" if best.params else "")
-        lines.append(
-            f"Best {task.metric}={best.metric:.4f} (#{best.iteration}, train.py v{best.artifact_version}){params}"
-        )
+        where = f"#{best.iteration}" + ("" if has_params else f", train.py v{best.artifact_version}")
+        params = f": {task.format_params(_in_schema_order(best.params, task))}" if best.params else ""
+        lines.append(f"Best {task.metric}={best.metric:.4f} ({where}){params}")
     current = max(versions)
     if current > 1:
         lines.append(f"train.py now v{current}: {_clip(versions[current], 60)}")
     recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)
     if recent:
-        lines.append("Last (changes vs best):" if task.params_model.model_fields else "Last:")
+        lines.append("Last (what differs from best):" if has_params and best is not None else "Last:")
         lines.extend(experiment_line(exp, task, best, versions) for exp in recent)
+    if has_params and recent:
+        lines.append("Least varied: " + least_varied(store, run.id, task))
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
         notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
@@ -88,6 +111,8 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     counts = store.status_counts(run.id)
     refused = store.events.counts(run.id).get("refusal", 0)
     tally = [f"{status} {counts[status]}" for status in STATUS_ORDER if counts.get(status)]
+    if tally == [f"ok {run.used}"] and not refused:
+        tally = []  # all ok: the first line says as much
     if refused:
         tally.append(f"refused {refused}")
     streak = store.consecutive_failures(run.id)

@@ -27,6 +27,10 @@ class Experiment(BaseModel):
     duration_s: float | None = None
 
 
+# What the params a caller leaves out take: the task's defaults, or the best experiment's values.
+ParamsBase = Literal["defaults", "best"]
+
+
 class BestResult(BaseModel):
     iteration: int
     metric: float
@@ -195,6 +199,23 @@ class AgentProfile(BaseModel):
     system_prompt: str
     tools: list[str] = Field(description="the server tools the stateful agent offers the model")
     how: str = Field(description="one step of the loop, in the words of the `autoresearch` prompt")
+    fixed_arguments: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="per tool: arguments the agent sends itself, not shown to the model "
+        '(e.g. run_experiment base="best": the model sends only what it changes)',
+    )
+    dropped_arguments: dict[str, list[str]] = Field(
+        default_factory=dict, description="per tool: optional arguments not offered to the model"
+    )
+    tool_descriptions: dict[str, str] = Field(
+        default_factory=dict, description="per tool: the description the model reads, when it differs"
+    )
+    benchmark_after_edit: bool = Field(
+        default=False,
+        description="code tasks: the agent runs run_benchmark itself after each accepted edit, so the "
+        "model makes one tool call per reply",
+    )
+    turn: str = Field(default="Next experiment?", description="the request that ends each turn's message")
 
 
 class TaskInfo(BaseModel):

@@ -241,15 +241,25 @@ class ScriptedLLM:
             return self._reply("DONE: no untried configuration left near the best.")
         params, why = proposal
         if stateful:
-            # The reason travels once in each mode: as the note here, as the reply text when stateless.
-            call = ToolCall(id=self._id(), name="run_experiment", arguments={"params": params, "note": why})
-            return self._reply("", [call])
+            arguments: dict[str, Any] = {"params": params}
+            if self.task.agent.fixed_arguments.get("run_experiment", {}).get("base") == "best":
+                # The profile's protocol: send only what changes from the best (as the summary shows it).
+                best = parse_best(request_text(request), self._hpo.space.names) or {}
+                reference = {**self._hpo.space.defaults, **best}
+                arguments["params"] = {k: v for k, v in params.items() if reference.get(k) != v}
+            offered = next((t for t in request.tools if t.name == "run_experiment"), None)
+            if offered is not None and "note" in offered.input_schema.get("properties", {}):
+                # The reason travels once in each mode: as the note here, as the reply text when stateless.
+                arguments["note"] = why
+            return self._reply("", [ToolCall(id=self._id(), name="run_experiment", arguments=arguments)])
         return self._reply(f"{why}\n{json.dumps(params)}")
 
     def _code_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
         assert self._code is not None
-        if stateful and not {"modify_train_py", "run_benchmark"} <= tools:
-            raise LLMError("scripted backend: the request offers no modify_train_py + run_benchmark tools")
+        benchmarks_itself = not self.task.agent.benchmark_after_edit
+        needed = {"modify_train_py", "run_benchmark"} if benchmarks_itself else {"modify_train_py"}
+        if stateful and not needed <= tools:
+            raise LLMError(f"scripted backend: the request offers no {' + '.join(sorted(needed))} tools")
         # A refused edit means the server's train.py is not what the catalogue expects: resend in full.
         refused = _last_edit_refused(request)
         step = self._code.next_step()
@@ -265,9 +275,10 @@ class ScriptedLLM:
             change["source"] = source
         else:
             change["edits"] = [{"search": s, "replace": r} for s, r in edits]
-        modify = ToolCall(id=self._id(), name="modify_train_py", arguments=change)
-        bench = ToolCall(id=self._id(), name="run_benchmark", arguments={})
-        return self._reply(f"Step {step}/{total}: {description}", [modify, bench])
+        calls = [ToolCall(id=self._id(), name="modify_train_py", arguments=change)]
+        if benchmarks_itself:  # a profile whose agent does not benchmark each accepted edit
+            calls.append(ToolCall(id=self._id(), name="run_benchmark", arguments={}))
+        return self._reply(f"Step {step}/{total}: {description}", calls)
 
     async def aclose(self) -> None:
         return None

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import ExperimentResult, Job, JobInfo, JobStatus
+from autoresearch_mcp.contract.models import ExperimentResult, Job, JobInfo, JobStatus, ParamsBase
 from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.jobs.executors import Executor, JobFuture, OnStart, make_executor
 from autoresearch_mcp.server.runs import PreparedExperiment, RunService
@@ -58,9 +58,11 @@ class JobService:
                 self._executor = make_executor(self.settings)
             return self._executor
 
-    def submit(self, run_id: str, params: dict[str, Any], note: str | None) -> JobInfo:
+    def submit(
+        self, run_id: str, params: dict[str, Any], note: str | None, base: ParamsBase = "defaults"
+    ) -> JobInfo:
         executor = self.executor()  # an unreachable scheduler fails here, before any budget is spent
-        prepared = self.service.prepare_experiment(run_id, params, note, TOOL)
+        prepared = self.service.prepare_experiment(run_id, params, note, TOOL, base)
         job = self.jobs.create(run_id, prepared.experiment.id, executor.name)
         self.events.job_changed(job)
         with self._lock:

@@ -294,6 +294,33 @@ class Store:
         )
         return {row["status"]: row["n"] for row in rows}
 
+    def distinct_values(self, run_id: str, names: list[str]) -> dict[str, int]:
+        """How many distinct values each param took over the run's experiments (counted in SQL: the
+        summary reads this every turn, however long the run)."""
+        if not names:
+            return {}
+        columns = ", ".join(
+            f"COUNT(DISTINCT json_extract(params_json, ?)) AS c{i}" for i in range(len(names))
+        )
+        row = (
+            self.db.reader()
+            .execute(
+                f"SELECT {columns} FROM experiments WHERE run_id = ?",
+                [*(f'$."{name}"' for name in names), run_id],
+            )
+            .fetchone()
+        )
+        return {name: row[i] for i, name in enumerate(names)}
+
+    def values_of(self, run_id: str, name: str) -> list[Any]:
+        """The distinct values one param took over the run's experiments, in ascending order."""
+        rows = self.db.reader().execute(
+            "SELECT DISTINCT json_extract(params_json, ?) AS v FROM experiments WHERE run_id = ?"
+            " AND v IS NOT NULL ORDER BY v",
+            (f'$."{name}"', run_id),
+        )
+        return [row[0] for row in rows]
+
     def consecutive_failures(self, run_id: str) -> int:
         """Experiments that failed and refusals, counted back from the latest until a success."""
         conn = self.db.reader()

@@ -10,7 +10,7 @@ from mcp.types import CallToolResult
 from pydantic import Field, WithJsonSchema
 
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import ExperimentResult, ExperimentStatus, HistoryPage
+from autoresearch_mcp.contract.models import ExperimentResult, ExperimentStatus, HistoryPage, ParamsBase
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.registry import make_task, task_names
 from autoresearch_mcp.server.tools.common import (
@@ -44,7 +44,14 @@ def params_type(research: Research) -> Any:
 
 
 PARAMS_TOOLS = ("run_experiment", "submit_training_job")
-OTHER_ARGUMENTS = {"params", "note", "run_id"}
+OTHER_ARGUMENTS = {"params", "note", "base", "run_id"}
+BaseArg = Annotated[
+    ParamsBase,
+    Field(
+        description='what the params you leave out take: "defaults" (the task\'s), or "best" (the best '
+        "experiment's values, so you send only what you change)"
+    ),
+]
 
 
 def flat_params_refusal(tool: str, arguments: dict[str, Any]) -> CallToolResult | None:
@@ -96,11 +103,14 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
         ctx: Context,
         params: Params,
         note: Annotated[str | None, Field(max_length=2000, description="why this experiment")] = None,
+        base: BaseArg = "defaults",
         run_id: RunId = None,
     ) -> ExperimentResult:
         # Resolved in the worker thread too: it reads the store, as the experiment does.
         return await with_progress(
-            ctx, "experiment", lambda: service.run_experiment(run_for(ctx, run_id), params, note)
+            ctx,
+            "experiment",
+            lambda: service.run_experiment(run_for(ctx, run_id), params, note, base=base),
         )
 
     @mcp.tool(

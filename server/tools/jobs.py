@@ -17,7 +17,7 @@ from autoresearch_mcp.server.tools.common import (
     refusals,
     task_names_of_kind,
 )
-from autoresearch_mcp.server.tools.experiments import params_type
+from autoresearch_mcp.server.tools.experiments import BaseArg, params_type
 
 PROGRESS_EVERY_S = 1.0
 
@@ -38,9 +38,10 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
         ctx: Context,
         params: Params,
         note: Annotated[str | None, Field(max_length=2000, description="why this experiment")] = None,
+        base: BaseArg = "defaults",
         run_id: RunId = None,
     ) -> JobInfo:
-        return jobs.submit(run_for(ctx, run_id), params, note)
+        return jobs.submit(run_for(ctx, run_id), params, note, base)
 
     @mcp.tool(annotations=READ_ONLY)
     @refusals

@@ -81,7 +81,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
     }
     assert all("run_id" not in tool["input_schema"]["properties"] for tool in first["tools"])
     assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert first["messages"][0]["content"][0]["text"].startswith("Summary:\nRun r-")
+    assert first["messages"][0]["content"][0]["text"].startswith("Summary:\ntoy-quadratic: running, 0/")
     # The refusal came back to the model as an error tool_result; the window keeps call and result together.
     refused = bodies[2]["messages"]
     assert refused[1]["role"] == "assistant" and refused[1]["content"][0]["type"] == "tool_use"
@@ -89,9 +89,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
     assert result_block["type"] == "tool_result" and result_block["is_error"] is True
     assert "unknown parameter 'oops'" in json.dumps(result_block)
     # After an experiment is recorded, the window is empty again: only the fresh summary is sent.
-    assert (
-        len(bodies[3]["messages"]) == 1 and "#2 ok 0.0000" in bodies[3]["messages"][0]["content"][0]["text"]
-    )
+    assert len(bodies[3]["messages"]) == 1 and "#2 0.0000" in bodies[3]["messages"][0]["content"][0]["text"]
     records = load_transcript(result.transcript)
     assert len(records) == 4 and records[0]["provider_usage"]["cache_read_input_tokens"] == 280
     assert (
@@ -193,13 +191,18 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, ser
     records = load_transcript(result.transcript)
     sent = records[0]["request"]["messages"]
     if mode == "stateful":
-        # The model had not seen train.py yet, so the agent showed it (as a get_current_train_py exchange),
-        # and the model answered with search/replace edits plus run_benchmark in one reply.
-        assert sent[1]["tool_calls"][0]["name"] == "get_current_train_py"
-        assert "def process_records(records)" in sent[2]["tool_results"][0]["content"]
+        # The turn shows the current train.py once; the model answers with one modify_train_py call
+        # (search/replace edits), and the agent benchmarks the accepted edit and shows the result.
+        assert len(sent) == 1 and sent[0]["text"].count("def process_records(records)") == 1
         names = [call["name"] for call in records[0]["response"]["tool_calls"]]
-        assert names == ["modify_train_py", "run_benchmark"]
+        assert names == ["modify_train_py"]
         assert "edits" in records[0]["response"]["tool_calls"][0]["arguments"]
+        assert {tool["name"] for tool in records[0]["request"]["tools"]} == {
+            "modify_train_py",
+            "revert_train_py",
+        }
+        second = records[1]["request"]["messages"][0]["text"]
+        assert "#1 " in second and "v2 " in second  # the agent's benchmark of the model's edit
     else:
         assert "=== Iteration 0 (original) ===" in sent[0]["text"]
         assert "=== Iteration 1 (time=" in records[1]["request"]["messages"][0]["text"]
@@ -256,18 +259,21 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
 
     first_refusal, second_refusal = tool_texts(bodies[2]), tool_texts(bodies[3])
     assert len(first_refusal) == 1 and first_refusal[0].startswith("ERROR: exact repeat of experiment #1")
-    assert first_refusal[0].endswith("Change at least one value this time, e.g. x (you sent 0.1).")
-    # The second refusal replaces the first in the window (same call), and names the next parameter.
-    assert len(second_refusal) == 1 and second_refusal[0].endswith("e.g. y (you sent 0.2).")
+    # It names a parameter the model did not send first (a copying model copies what it sends) ...
+    assert first_refusal[0].endswith("Change at least one value this time, e.g. sleep.")
+    # ... the second refusal replaces the first in the window (same call), and names the next one.
+    assert len(second_refusal) == 1 and second_refusal[0].endswith("e.g. x (you sent 0.1).")
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
 
 
-def test_the_repeat_hint_for_code_says_to_change_the_code_first():
+def test_the_repeat_hint_names_an_unsent_parameter_first_and_for_code_says_to_change_the_code():
     from autoresearch_mcp.client.prompts import repeat_hint
 
-    assert "modify_train_py" in repeat_hint("run_benchmark", {}, 0)
-    assert repeat_hint("run_experiment", {}, 4) == "Set at least one parameter to a value not tried yet."
-    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, 3).endswith("e.g. b (you sent 2).")
+    assert "modify_train_py" in repeat_hint("run_benchmark", {}, [], 0)
+    assert repeat_hint("run_experiment", {}, [], 4) == "Set at least one parameter to a value not tried yet."
+    names = ["a", "b", "c"]
+    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, names, 0).endswith("e.g. c.")
+    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, names, 2).endswith("e.g. b (you sent 2).")
 
 
 @pytest.mark.parametrize(

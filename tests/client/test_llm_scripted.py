@@ -84,22 +84,37 @@ async def test_hpo_perturbations_start_from_the_best_configuration_it_is_shown()
 
 
 @pytest.mark.asyncio
-async def test_hpo_stateful_replies_with_one_run_experiment_call_and_a_reason() -> None:
+async def test_hpo_stateful_replies_with_one_call_holding_only_what_it_changes_from_the_best() -> None:
+    # The task's profile has the agent send base="best": a proposal is its changes to the best.
+    assert HPO_INFO.agent.fixed_arguments["run_experiment"] == {"base": "best"}
     llm = make_llm("scripted", model=None, task=HPO_INFO, seed=42)
     assert llm.name == "scripted" and llm.scripted
-    response = await llm.complete(_stateful("Best: none yet", "run_experiment", "add_note"))
+    response = await llm.complete(_stateful("Best: none yet", "run_experiment"))
     assert response.stop_reason == "tool_use" and response.usage is None and response.model == "scripted"
     (call,) = response.tool_calls
-    assert call.name == "run_experiment" and set(call.arguments) == {"params", "note"}
-    assert (
-        call.arguments["params"] == HPOParams().model_dump()
-        and call.arguments["note"]
-        and response.text == ""
-    )
-    second = await llm.complete(_stateful(BEST_LINE, "run_experiment"))
-    assert second.tool_calls[0].id != call.id
+    # The first proposal is the defaults, which is nothing to change; no note, since none is offered.
+    assert call.name == "run_experiment" and call.arguments == {"params": {}} and response.text == ""
+    best = {**SPACE.defaults, "n_estimators": 300, "max_depth": 10, "learning_rate": 0.15, "subsample": 0.8}
+    for _ in range(5):
+        changes = (
+            (await llm.complete(_stateful(BEST_LINE, "run_experiment"))).tool_calls[0].arguments["params"]
+        )
+        assert changes and all(best[name] != value for name, value in changes.items())
     with pytest.raises(LLMError, match="run_experiment"):
         await llm.complete(_stateful(BEST_LINE, "get_run_summary"))
+
+
+@pytest.mark.asyncio
+async def test_hpo_stateful_sends_its_reason_as_the_note_when_the_tool_offers_one() -> None:
+    llm = make_llm("scripted", model=None, task=HPO_INFO, seed=42)
+    with_note = ToolSpec(
+        name="run_experiment",
+        description="",
+        input_schema={"type": "object", "properties": {"params": {}, "note": {"type": "string"}}},
+    )
+    request = LLMRequest(system="", tools=[with_note], messages=[Message(role="user", text="Best: none yet")])
+    (call,) = (await llm.complete(request)).tool_calls
+    assert call.arguments["note"] == "Start from the defaults to get a baseline."
 
 
 def test_the_best_line_is_read_from_the_summary_format_and_from_json() -> None:
@@ -148,7 +163,10 @@ async def test_both_modes_propose_the_same_sequence_when_shown_the_same_results(
             pairs = " ".join(f"{k}={v:.4g}" for k, v in best.items())
             summary = f"Best: macro_f1=0.7{i} at #{i}, train.py v1, params {pairs}"
             history = f"Iter {i}: F1=0.7{i}, params={json.dumps(best)}\nBest so far: Iter {i} with F1=0.7{i}"
-        a = (await stateful.complete(_stateful(summary, "run_experiment"))).tool_calls[0].arguments["params"]
+        changes = (
+            (await stateful.complete(_stateful(summary, "run_experiment"))).tool_calls[0].arguments["params"]
+        )
+        a = {**SPACE.defaults, **(best or {}), **changes}  # what the server runs: the best, changed
         b = _params(await stateless.complete(_stateless(history)))
         assert a == b
         if i % 3 == 0:  # pretend every third proposal became the new best

@@ -1,21 +1,17 @@
-"""The stateful agent's window: bounded, made of whole turns, and aware of which code the model has seen."""
+"""The stateful agent's window: bounded and made of whole turns."""
 
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import Message, ToolCall, ToolResult
-from autoresearch_mcp.client.stateful import Turn, known_version, result_text, select_window
+from autoresearch_mcp.client.stateful import Turn, result_text, select_window
 from autoresearch_mcp.contract.models import BestResult, Experiment, ExperimentResult
 
 
-def turn(
-    name: str, *, recorded: bool = False, shows: int | None = None, made: tuple[int, int] | None = None
-) -> Turn:
+def turn(name: str, *, recorded: bool = False) -> Turn:
     call = ToolCall(id=f"id-{name}", name=name, arguments={})
     return Turn(
         assistant=Message(role="assistant", tool_calls=[call]),
         user=Message(role="user", tool_results=[ToolResult(tool_call_id=call.id, content="ok")]),
         recorded_experiment=recorded,
-        shows_version=shows,
-        made_version=made,
     )
 
 
@@ -38,15 +34,6 @@ def test_a_window_of_n_messages_keeps_whole_turns_so_no_tool_call_loses_its_resu
         assert {c.id for c in t.assistant.tool_calls} == {r.tool_call_id for r in t.user.tool_results}
     assert select_window(turns, 5) == turns[-2:]
     assert select_window(turns, 1) == []
-
-
-def test_the_model_knows_a_version_it_saw_or_made_from_one_it_saw():
-    assert known_version([]) is None
-    shown = turn("get_current_train_py", shows=3)
-    edited = turn("modify_train_py", made=(3, 4))
-    assert known_version([shown, edited]) == 4
-    assert known_version([edited]) is None  # it never saw v3 in this window, so it cannot know v4
-    assert known_version([shown, turn("modify_train_py", made=(5, 6))]) == 3
 
 
 def test_tool_results_reach_the_model_compactly():

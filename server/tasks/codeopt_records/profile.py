@@ -1,20 +1,27 @@
-"""How an agent works on codeopt-records: the stateful agent's system prompt and tools, one step's words."""
+"""How an agent works on codeopt-records: the stateful agent's system prompt and tools, one step's words.
+
+One tool call per reply (servers that force a tool choice allow no more): the model edits, the agent
+benchmarks each accepted edit itself and shows the result.
+"""
 
 from autoresearch_mcp.contract.models import AgentProfile
-from autoresearch_mcp.server.tasks.base import CODE_TOOLS
 
 PROFILE = AgentProfile(
     system_prompt=(
-        "You optimise a Python function for speed autonomously; its output must stay identical. The "
-        "server keeps all state; each turn you get its summary, and the code when you have not seen the "
-        "current version. Per turn: call modify_train_py with small search/replace edits (search text "
-        "copied exactly, occurring once), then run_benchmark, in the same reply. Revert with "
-        "revert_train_py when a version was wrong or slower. Only when no idea is left, reply DONE: <reason>."
+        "You make the Python function in train.py faster autonomously; its output must stay identical. "
+        "Each turn shows the run's summary and the current train.py. Reply with one modify_train_py "
+        "call: small search/replace edits (each search text copied exactly from the current code, "
+        "occurring once), or the whole new file as source. Each accepted edit is benchmarked at once: "
+        "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
+        "slower, call revert_train_py with the version to go back to. When no idea is left, reply "
+        "DONE: <reason>."
     ),
-    tools=CODE_TOOLS,
+    tools=["modify_train_py", "revert_train_py"],
     how=(
         "Change train.py with modify_train_py (prefer small search/replace edits), then call "
         "run_benchmark: it checks correctness on fresh inputs and times the function (speedup vs the "
         "original). Revert with revert_train_py when a change was wrong or slower."
     ),
+    benchmark_after_edit=True,
+    turn="Next: one modify_train_py call that makes it faster.",
 )

@@ -1,19 +1,48 @@
-"""How an agent works on hpo-covertype: the stateful agent's system prompt and tools, one step's words."""
+"""How an agent works on hpo-covertype: the stateful agent's system prompt and tools, one step's words.
+
+Written for small models first: one tool, one call per reply, params sent as changes to the best (the
+summary shows the best in full), the search space in the prompt rather than in a schema the model may
+not read.
+"""
+
+from pydantic import BaseModel
 
 from autoresearch_mcp.contract.models import AgentProfile
-from autoresearch_mcp.server.tasks.base import PARAMS_TOOLS
 
-PROFILE = AgentProfile(
-    system_prompt=(
-        "You tune a model autonomously. The server keeps all state; each turn you get its summary. "
-        "Call run_experiment once per turn with params you have not tried (omitted ones take their "
-        "defaults), chosen from what the summary shows. Use get_experiment_history only when you need "
-        "details, add_note to record a strategy or a failed idea. Refusals cost no budget but count as "
-        "failures. Only when many experiments have run and no promising idea is left, reply DONE: <reason>."
-    ),
-    tools=PARAMS_TOOLS,
-    how=(
-        "Call run_experiment(params, note) with a configuration you have not tried. You may also edit "
-        "train.py (modify_train_py with search/replace edits) to change the model setup or features."
-    ),
-)
+
+def search_space(params: type[BaseModel]) -> str:
+    """`n_estimators 10-1000 (100), max_depth 1-15 (6), ...`: bounds and defaults of the params model."""
+    parts = []
+    for name, field in params.model_fields.items():
+        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+        high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+        span = f" {low:g}-{high:g}" if low is not None and high is not None else ""
+        parts.append(f"{name}{span} ({field.default:g})")
+    return ", ".join(parts)
+
+
+def profile(params: type[BaseModel]) -> AgentProfile:
+    return AgentProfile(
+        system_prompt=(
+            "You tune XGBoost hyperparameters autonomously, one experiment per reply. Each turn shows "
+            "the run's summary: the best configuration in full, and what recent experiments changed "
+            "from it. Reply with one run_experiment call whose params hold only the values you change "
+            "from the best; the others keep the best's values. Change something not tried yet. The "
+            "first experiment runs the defaults: params {}. "
+            f"Ranges (default): {search_space(params)}. When no idea is left, reply DONE: <reason>."
+        ),
+        tools=["run_experiment"],
+        how=(
+            "Call run_experiment(params, note) with a configuration you have not tried "
+            '(base="best" to send only the values you change from the best). You may also edit '
+            "train.py (modify_train_py with search/replace edits) to change the model setup or features."
+        ),
+        fixed_arguments={"run_experiment": {"base": "best"}},
+        dropped_arguments={"run_experiment": ["note"]},
+        tool_descriptions={
+            "run_experiment": "Train and score with the best configuration, changed by `params` "
+            "(one unit of budget)."
+        },
+        turn="Next: run_experiment with a new value for the least varied param, and other changes "
+        "if you like.",
+    )

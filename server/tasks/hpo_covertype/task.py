@@ -20,7 +20,7 @@ from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandb
 from autoresearch_mcp.server.tasks.hpo_covertype import scripted
 from autoresearch_mcp.server.tasks.hpo_covertype.child import ALLOWED_IMPORTS, MAX_LOG_ITEMS
 from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, prepare_split
-from autoresearch_mcp.server.tasks.hpo_covertype.profile import PROFILE
+from autoresearch_mcp.server.tasks.hpo_covertype.profile import profile
 from autoresearch_mcp.server.tasks.registry import register
 
 ENTRY = "autoresearch_mcp.server.tasks.hpo_covertype.child:run_training"
@@ -90,7 +90,7 @@ class HPOCovertypeTask(Task):
     sandbox_entries = (ENTRY,)
 
     def agent_profile(self) -> AgentProfile:
-        return PROFILE
+        return profile(HPOParams)
 
     def scripted_plan(self) -> ScriptedPlan:
         return scripted.plan()
