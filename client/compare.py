@@ -235,6 +235,13 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         "task": args.task,
         "llm": args.llm if not llm.scripted else f"{args.llm} (deterministic test double, no language model)",
         "model": args.model,
+        # The same for both modes: only the context strategy differs.
+        "sampling": {
+            "temperature": args.temperature,
+            "max_tokens": args.max_tokens,
+            "tool_choice": args.tool_choice,
+            "tool_results_as_text": args.tool_results_as_text,
+        },
         "window": "auto (messages since the last experiment)"
         if args.window is None
         else f"{args.window} messages",

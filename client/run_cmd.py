@@ -138,6 +138,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="openai: 'auto', or a tool name to force every turn (helps small local models)",
     )
     parser.add_argument(
+        "--tool-results-as-text",
+        action="store_true",
+        help="openai: send tool results as user text, for servers whose chat template drops tool messages",
+    )
+    parser.add_argument(
         "--temperature",
         type=temperature_arg,
         help="openai: sampling temperature, 0 to 2 (default: the server's)",
@@ -215,6 +220,7 @@ def build_llm(args: argparse.Namespace, seed: int, task: TaskInfo | None = None,
         tool_choice=args.tool_choice,
         timeout=args.llm_timeout,
         temperature=args.temperature,
+        tool_results_as_text=args.tool_results_as_text,
     )
 
 

@@ -90,7 +90,10 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     versions = {v.version: v.description for v in store.artifacts.versions(run.id)}
     has_params = bool(task.params_model.model_fields)
     if best is None or best.metric is None:
-        lines.append("Best: none yet" + (" (params left out take their defaults)" if has_params else ""))
+        # Left out, params take the defaults: shown in full, so that a model that copies the best
+        # line (small ones do) copies the defaults, a sound first experiment.
+        defaults = f"; params left out take the defaults: {task.format_params(_defaults(task))}"
+        lines.append("Best: none yet" + (defaults if has_params else ""))
     else:
         where = f"#{best.iteration}" + ("" if has_params else f", train.py v{best.artifact_version}")
         params = f": {task.format_params(_in_schema_order(best.params, task))}" if best.params else ""

@@ -198,6 +198,7 @@ def make_llm(
     timeout: float = 120.0,
     tool_choice: str | None = None,
     temperature: float | None = None,
+    tool_results_as_text: bool = False,
 ) -> LLM:
     """Build the backend the CLI asked for. `max_tokens`, when given, overrides each request's own."""
     retry = retry or RetryPolicy()
@@ -224,6 +225,7 @@ def make_llm(
             base_url=base_url,
             api_key=api_key,
             seed=seed,
+            tool_results_as_text=tool_results_as_text,
             retry=retry,
             timeout=timeout,
             tool_choice=tool_choice,

@@ -34,15 +34,27 @@ PREFLIGHT_TIMEOUT_S = 10.0
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
 
-def to_api_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+def to_api_messages(
+    system: str, messages: list[Message], *, results_as_text: bool = False
+) -> list[dict[str, Any]]:
     """Neutral messages -> chat messages. Tool results become `tool` messages, placed before any user
-    text so they directly follow the assistant turn that called the tools."""
+    text so they directly follow the assistant turn that called the tools. With `results_as_text`
+    they become one user message instead ("Result of run_experiment: ..."), for servers whose chat
+    template drops `tool` messages (the model would never see a refusal or a result)."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    names: dict[str, str] = {}
     for msg in messages:
+        names.update({c.id: c.name for c in msg.tool_calls})
+        results = []
         for r in msg.tool_results:
             # The chat format has no error flag; say it in the content so the model sees it.
             content = f"ERROR: {r.content}" if r.is_error else r.content
-            out.append({"role": "tool", "tool_call_id": r.tool_call_id, "content": content})
+            if results_as_text:
+                results.append(f"Result of {names.get(r.tool_call_id, 'the tool call')}: {content}")
+            else:
+                out.append({"role": "tool", "tool_call_id": r.tool_call_id, "content": content})
+        if results:
+            out.append({"role": "user", "content": "\n".join(results)})
         if msg.role == "assistant":
             # "" rather than null: llama.cpp's server (and other strict ones) reject a null content.
             turn: dict[str, Any] = {"role": "assistant", "content": msg.text}
@@ -132,8 +144,12 @@ class OpenAILLM:
         timeout: float = 120.0,
         tool_choice: str | None = None,
         temperature: float | None = None,
+        tool_results_as_text: bool = False,
     ) -> None:
-        self.model = model  # None: ask the server (/v1/models) on the first call
+        self.model = model
+        self.tool_results_as_text = (
+            tool_results_as_text  # None: ask the server (/v1/models) on the first call
+        )
         # "auto" (None) lets the model choose; a tool name forces that call every turn, which small
         # local models need (given a choice, a 1.5B model tends to answer in prose instead).
         self.tool_choice = tool_choice
@@ -177,7 +193,9 @@ class OpenAILLM:
             self.name = f"openai:{self.model}"
         params: dict[str, Any] = {
             "model": self.model,
-            "messages": to_api_messages(request.system, request.messages),
+            "messages": to_api_messages(
+                request.system, request.messages, results_as_text=self.tool_results_as_text
+            ),
             "max_tokens": self.max_tokens or request.max_tokens,
         }
         if request.tools:

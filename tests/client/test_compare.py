@@ -45,6 +45,13 @@ def test_compare_runs_both_modes_at_once_and_writes_results_a_table_and_a_figure
     results = json.loads((out / "results.json").read_text())
     assert results["task"] == "hpo-covertype" and results["iterations"] == 2 and results["seeds"] == [42]
     assert results["llm"].startswith("scripted (deterministic test double")
+    # The sampling settings are the same for both modes, and on record.
+    assert results["sampling"] == {
+        "temperature": None,
+        "max_tokens": 1024,
+        "tool_choice": "auto",
+        "tool_results_as_text": False,
+    }
     assert [(r["mode"], r["seed"]) for r in results["runs"]] == [("stateless", 42), ("stateful", 42)]
     for run in results["runs"]:
         assert [row["iteration"] for row in run["per_iteration"]] == [1, 2]

@@ -99,6 +99,25 @@ async def test_tool_calls_are_parsed_and_history_goes_out_as_chat_messages(
     ]
 
 
+def test_tool_results_can_travel_as_user_text_for_servers_that_drop_tool_messages() -> None:
+    from autoresearch_mcp.client.llm.openai_backend import to_api_messages
+
+    history = [
+        Message(role="user", text="Summary: best 0.71."),
+        Message(
+            role="assistant", tool_calls=[ToolCall(id="c1", name="run_experiment", arguments={"params": {}})]
+        ),
+        Message(
+            role="user",
+            tool_results=[ToolResult(tool_call_id="c1", content="invalid max_depth", is_error=True)],
+        ),
+    ]
+    sent = to_api_messages("You tune.", history, results_as_text=True)
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[-1] == {"role": "user", "content": "Result of run_experiment: ERROR: invalid max_depth"}
+    assert all(m["role"] != "tool" for m in sent)
+
+
 @pytest.mark.asyncio
 async def test_invalid_json_arguments_from_a_small_model_become_a_reportable_parse_error() -> None:
     reply = chat_completion(None, [("run_experiment", '{"params": {"max_depth": 8,'), ("add_note", "[1, 2]")])
