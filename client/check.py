@@ -7,10 +7,10 @@ from pydantic import BaseModel, Field
 
 from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
-from autoresearch_mcp.client.meter import Transcript
+from autoresearch_mcp.client.meter import Transcript, input_tokens
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
-StopReason = Literal["budget", "target", "llm-done", "failures", "call-limit", "llm-error"]
+StopReason = Literal["budget", "target", "llm-done", "failures", "call-limit", "llm-error", "token-budget"]
 Progress = Callable[[dict[str, Any]], None]
 
 
@@ -25,11 +25,31 @@ class AgentConfig(BaseModel):
         description="stateful: last N messages kept; None = only those since the last experiment",
     )
     max_tokens: int = 1024
+    token_budget: int | None = Field(
+        default=None,
+        ge=1,
+        description="full tokens the run's LLM calls may spend in all (TokenCounts.full); None = no cap",
+    )
 
     @property
     def max_calls(self) -> int:
         """A hard cap on LLM calls, so a model that never runs an experiment cannot loop forever."""
         return self.iterations * 4 + 10
+
+
+class TokenBudgetStop(Exception):
+    """CHECK's decision, taken in `Agent.ask` once the request is built: the call could take the run
+    past its token budget, so it is not made."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.stop: tuple[StopReason, str] = ("token-budget", detail)
+
+
+def budget_share(spent: int, budget: int) -> str:
+    """How close a run came to its token budget: `8,123 / 10,000 budget (81%)` (rounded down, so a run
+    short of its budget never reads 100%)."""
+    return f"{spent:,} / {budget:,} budget ({spent * 100 // budget}%)"
 
 
 class AgentResult(BaseModel):
@@ -42,6 +62,8 @@ class AgentResult(BaseModel):
     best_metric: float | None
     transcript: str
     scripted: bool
+    full_tokens: int = Field(default=0, description="full tokens spent by this agent's LLM calls")
+    token_budget: int | None = None
     run: Run | None = Field(default=None, description="the run as the server had it at the end")
     history: list[Experiment] = Field(default_factory=list, description="its experiments, in order")
 
@@ -85,6 +107,7 @@ async def finish(
         best_metric=run.best.metric if run.best else None,
         transcript=str(transcript.path),
         scripted=transcript.llm.scripted,
+        full_tokens=transcript.full_tokens,
     )
 
 
@@ -105,7 +128,18 @@ class Agent:
         self.calls = 0
 
     async def ask(self, request: LLMRequest, run: Run) -> LLMResponse:
-        """One LLM call toward the run's next experiment, recorded and shown; LLMError passes through."""
+        """One LLM call toward the run's next experiment, recorded and shown; LLMError passes through.
+        Raises TokenBudgetStop instead of a call whose input and longest reply could exceed the budget."""
+        budget = self.config.token_budget
+        if budget is not None:
+            spent = self.transcript.full_tokens
+            sending = input_tokens(request, self.transcript.llm)
+            if spent + sending + request.max_tokens > budget:
+                raise TokenBudgetStop(
+                    f"token budget reached: {spent:,} of {budget:,} spent, and the next call could"
+                    f" cost {sending + request.max_tokens:,} ({sending:,} to send, up to"
+                    f" {request.max_tokens:,} back)"
+                )
         response, counts = await self.transcript.complete(request, iteration=run.used + 1)
         self.calls += 1
         self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})

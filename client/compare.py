@@ -120,9 +120,18 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
         "seed": seed,
         "run_id": result.run_id,
         "stop_reason": result.stop_reason,
+        "token_budget": budget_record(result),
         "per_iteration": rows,
         "totals": record_totals,
     }
+
+
+def budget_record(result: AgentResult) -> dict[str, Any] | None:
+    """How close the run came to its token budget (full tokens, as CHECK held them against it)."""
+    if result.token_budget is None:
+        return None
+    spent, budget = result.full_tokens, result.token_budget
+    return {"budget": budget, "spent": spent, "percent": round(100 * spent / budget, 1)}
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -231,6 +240,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         if args.window is None
         else f"{args.window} messages",
         "iterations": args.iterations,
+        "token_budget": args.token_budget,
         "seeds": seeds,
         "parallel": args.parallel,
         "hpo_threads": args.hpo_threads,

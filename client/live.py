@@ -19,7 +19,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from autoresearch_mcp.client.check import AgentResult
+from autoresearch_mcp.client.check import AgentResult, budget_share
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.contract.env import default_db_path
 from autoresearch_mcp.contract.models import ExperimentResult, Run
@@ -39,8 +39,16 @@ class LiveView:
     """The state of one run as the agent sees it, fed by the agent's progress events (after each LLM
     call) and by `ObservedClient` (before and after each tool call)."""
 
-    def __init__(self, mode: str, llm: str, *, plain: bool = False, out: TextIO | None = None) -> None:
-        self.mode, self.llm, self.plain = mode, llm, plain
+    def __init__(
+        self,
+        mode: str,
+        llm: str,
+        *,
+        plain: bool = False,
+        out: TextIO | None = None,
+        token_budget: int | None = None,
+    ) -> None:
+        self.mode, self.llm, self.plain, self.token_budget = mode, llm, plain, token_budget
         self.out = out or sys.stdout
         self.run: Run | None = None
         self.used = 0
@@ -91,7 +99,11 @@ class LiveView:
                 best = f" (best {self.best[0]:.4f} at #{self.best[1]})" if self.best else ""
             name = self.run.metric_name if self.run else "metric"
             budget = f"{self.used}/{self.run.budget}" if self.run else str(self.used)
-            self._line(f"#{exp.iteration} {exp.status} {name}={metric}{took}{best} [{budget} used]")
+            if self.token_budget is not None:
+                budget += f" used; tokens {budget_share(self.full, self.token_budget)}"
+            else:
+                budget += " used"
+            self._line(f"#{exp.iteration} {exp.status} {name}={metric}{took}{best} [{budget}]")
             for again in result.reevaluations:  # start_run's reeval_seeds: the would-be best on more seeds
                 value = "-" if again.metric is None else f"{again.metric:.4f}"
                 self._line(f"  #{again.iteration} {again.status} {name}={value}: {again.note}")
@@ -115,10 +127,17 @@ class LiveView:
             name = self.run.metric_name
             table.add_row("best", Text(f"{name} {self.best[0]:.4f} (#{self.best[1]})" if self.best else "-"))
         table.add_row("LLM calls", Text(str(self.calls)))
-        table.add_row("tokens", Text(f"context {self.context:,} · full {self.full:,}"))
+        table.add_row("tokens", Text(tokens_text(self.context, self.full, self.token_budget)))
         elapsed = time.monotonic() - self.since
         self.spinner.update(text=Text(f"{elapsed:3.0f}s  {self.activity}"))
         return Group(table, self.spinner)
+
+
+def tokens_text(context: int, full: int, token_budget: int | None) -> str:
+    """The panel's tokens row; with a token budget, the full tokens against it."""
+    if token_budget is None:
+        return f"context {context:,} · full {full:,}"
+    return f"context {context:,} · full {budget_share(full, token_budget)}"
 
 
 def where_to_look(args: argparse.Namespace, run_id: str) -> list[str]:
@@ -156,6 +175,8 @@ def result_lines(result: AgentResult, args: argparse.Namespace) -> list[str]:
         f" tokens: context {total.context:,} · full {total.full:,} · cache-weighted {total.cache_weighted:,.0f}"
         f" · output {total.output:,}"
     )
+    if result.token_budget is not None:
+        lines.append(f"full tokens {budget_share(result.full_tokens, result.token_budget)}")
     lines += where_to_look(args, result.run_id)
     lines.append(f"transcript: {result.transcript}")
     if result.scripted:
@@ -175,7 +196,7 @@ def final_panel(view: LiveView, result: AgentResult) -> Table:
         best = f"{run.metric_name} {run.best.metric:.4f} (#{run.best.iteration})" if run.best else "-"
         table.add_row("best", Text(best))
     table.add_row("LLM calls", Text(str(result.llm_calls)))
-    table.add_row("tokens", Text(f"context {view.context:,} · full {view.full:,}"))
+    table.add_row("tokens", Text(tokens_text(view.context, view.full, result.token_budget)))
     return table
 
 

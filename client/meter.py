@@ -63,6 +63,11 @@ def message_text(message: Message) -> str:
     return message.text + _calls_text(message.tool_calls) + "".join(r.content for r in message.tool_results)
 
 
+def input_tokens(request: LLMRequest, llm: LLM | None = None) -> int:
+    """What sending `request` costs (its full tokens less the reply), known before it is sent."""
+    return count(fixed_text(request, llm)) + sum(count(message_text(m)) for m in request.messages)
+
+
 class TokenCounts(BaseModel):
     fixed: int
     system: int
@@ -120,6 +125,7 @@ class Transcript:
         self.llm = llm
         self.meter = TokenMeter(llm)
         self.calls = 0
+        self.full_tokens = 0  # over this object's calls: what a token budget is held against
 
     def record(
         self, *, iteration: int, request: LLMRequest, response: LLMResponse, latency_s: float
@@ -128,6 +134,7 @@ class Transcript:
         line is the call's 1-based position in the run."""
         tokens = self.meter.measure(request, response)
         self.calls += 1
+        self.full_tokens += tokens.full
         line = {
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "run_id": self.run_id,

@@ -32,7 +32,7 @@ def repeat_hint(tool: str, params: dict[str, object], names: list[str], refusals
 def stateful_turn(summary: str, request: str, code: str | None = None) -> str:
     """The per-turn message: the summary, the current train.py in a code task, the request."""
     shown = f"\ntrain.py (current):\n```python\n{code.rstrip()}\n```" if code is not None else ""
-    return f"Summary:\n{summary}{shown}\n{request}"
+    return f"{summary}{shown}\n{request}"
 
 
 # -- the stateless baseline, in the paper's format -------------------------------------------------

@@ -48,6 +48,11 @@ def write_table(results: dict[str, Any], path: Path) -> None:
             f" The two modes ran at the same time, {results['hpo_threads']} training thread(s) each."
             if results.get("parallel") and results.get("hpo_threads")
             else ""
+        )
+        + (
+            f" Token budget: {results['token_budget']:,} full tokens per run."
+            if results.get("token_budget")
+            else ""
         ),
         "",
         head,

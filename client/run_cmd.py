@@ -95,6 +95,15 @@ def reeval_arg(value: str) -> int:
     return int(value)
 
 
+def token_budget_arg(value: str) -> int:
+    number = int(value) if value.isascii() and value.isdigit() else 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            f"the token budget is a whole number of tokens, 1 or more, not {value!r}"
+        )
+    return number
+
+
 LLM_HELP = (
     "who proposes the experiments: anthropic = the paid Anthropic API (the default; needs"
     " ANTHROPIC_API_KEY), openai = any OpenAI-compatible endpoint (a local server needs only --base-url;"
@@ -152,6 +161,13 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         default=15,
         metavar="N",
         help="experiments the run may record, as start_run's budget (--iterations is the same flag)",
+    )
+    parser.add_argument(
+        "--token-budget",
+        type=token_budget_arg,
+        metavar="N",
+        help="full tokens (everything sent plus the replies, over every LLM call) the run may spend;"
+        " it stops before a call that could exceed them (compare: each run's own cap; default: no cap)",
     )
     parser.add_argument(
         "--target", type=target_arg, help="the run converges (and stops) when the metric reaches this"
@@ -310,6 +326,7 @@ async def run_session(
                 max_failures=args.max_failures,
                 window=args.window,
                 max_tokens=args.max_tokens,
+                token_budget=args.token_budget,
             )
             recorder = Transcript(run.id, mode, llm=llm, path=transcript)
             if mode == "stateful":
@@ -317,6 +334,7 @@ async def run_session(
             else:
                 agent = StatelessAgent(rc, recorder, run.id, config, description, progress)
             result = await agent.run()
+            result.token_budget = config.token_budget
             # What the run looks like on the server at the end, read through the same door.
             result.run = await rc.run(run.id)
             result.history = await rc.history(run.id)
@@ -341,7 +359,8 @@ def main(args: argparse.Namespace) -> int:
     check_agent_args(args)
     console = Console(soft_wrap=True, highlight=False)
     plain = not console.is_terminal
-    view = LiveView(args.mode, args.llm if args.llm == "scripted" else args.model or args.llm, plain=plain)
+    llm = args.llm if args.llm == "scripted" else args.model or args.llm
+    view = LiveView(args.mode, llm, plain=plain, token_budget=args.token_budget)
     session = run_session(
         args,
         mode=args.mode,

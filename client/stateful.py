@@ -16,6 +16,7 @@ from autoresearch_mcp.client.check import (
     Agent,
     AgentResult,
     StopReason,
+    TokenBudgetStop,
     check,
     finish,
 )
@@ -121,6 +122,9 @@ class StatefulAgent(Agent):
                 response = await self.ask(request, run)
             except LLMError as exc:
                 stop = ("llm-error", str(exc))
+                break
+            except TokenBudgetStop as exc:
+                stop = exc.stop
                 break
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
             if not response.tool_calls:

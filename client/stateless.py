@@ -11,6 +11,7 @@ from autoresearch_mcp.client.check import (
     AgentResult,
     Progress,
     StopReason,
+    TokenBudgetStop,
     check,
     finish,
 )
@@ -75,6 +76,9 @@ class StatelessAgent(Agent):
                 response = await self.ask(request, run)
             except LLMError as exc:
                 stop = ("llm-error", str(exc))
+                break
+            except TokenBudgetStop as exc:
+                stop = exc.stop
                 break
             if code_task:
                 stop = await self._code_step(response.text)

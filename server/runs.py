@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from autoresearch_mcp.contract.edits import EditError, apply_edits
+from autoresearch_mcp.contract.edits import EditError, apply_edits, unfence
 from autoresearch_mcp.contract.errors import RefusalKind, RefusedError, ResearchError
 from autoresearch_mcp.contract.models import (
     ArtifactVersion,
@@ -383,7 +383,7 @@ class RunService:
         check_text(description, "the description", multiline=True)
         current = self.store.artifacts.get(run_id)
         try:
-            new_source = source if source is not None else apply_edits(current.source, edits or [])
+            new_source = unfence(source) if source is not None else apply_edits(current.source, edits or [])
         except EditError as exc:
             raise self.refuse(run_id, tool, str(exc), "rejected_edit") from None
         if new_source == current.source:

@@ -13,8 +13,8 @@ from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
 
-LAST_EXPERIMENTS = 5
-TRIED_SHOWN = 4
+LAST_EXPERIMENTS = 4
+TRIED_SHOWN = 3
 LAST_NOTES = 2
 NOTE_CHARS = 120
 ERROR_CHARS = 70
@@ -74,9 +74,9 @@ def least_varied(store: Store, run_id: str, task: Task) -> str:
     counts = store.distinct_values(run_id, names)
     name = min(names, key=lambda n: (counts[n], names.index(n)))
     values = store.values_of(run_id, name)
-    shown = ", ".join(task.format_params({name: v}).split("=", 1)[1] for v in values[:TRIED_SHOWN])
-    more = f" and {len(values) - TRIED_SHOWN} more" if len(values) > TRIED_SHOWN else ""
-    return f"{name} (tried: {shown}{more})"
+    if len(values) > TRIED_SHOWN:
+        return f"{name} ({len(values)} values tried)"
+    return f"{name} (tried: {', '.join(task.format_params({name: v}).split('=', 1)[1] for v in values)})"
 
 
 def render_summary(store: Store, run: Run, task: Task) -> str:
@@ -85,7 +85,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     goal = "higher" if task.direction == "max" else "lower"
     target = f", target {'>=' if task.direction == 'max' else '<='}{run.target:g}" if run.target else ""
     lines = [
-        f"{task.name}: {run.status}, {run.used}/{run.budget} used; {task.metric} {goal} is better{target}"
+        f"{task.name}: {run.status}, {run.used}/{run.budget} used, {goal} {task.metric} is better{target}"
     ]
     best = store.best_experiment(run.id, run.direction)
     versions = {v.version: v.description for v in store.artifacts.versions(run.id)}

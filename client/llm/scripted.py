@@ -180,6 +180,12 @@ class _CodePolicy:
     def total(self) -> int:
         return len(self.steps)
 
+    def retry(self) -> None:
+        """Take back the last step (its edit was refused), so that the next call sends it again."""
+        if self.step > 0:
+            self.step -= 1
+            self.sources.pop()
+
     def next_step(self) -> int | None:
         if self.step >= self.total:
             return None
@@ -262,6 +268,10 @@ class ScriptedLLM:
             raise LLMError(f"scripted backend: the request offers no {' + '.join(sorted(needed))} tools")
         # A refused edit means the server's train.py is not what the catalogue expects: resend in full.
         refused = _last_edit_refused(request)
+        offered = next((t for t in request.tools if t.name == "modify_train_py"), None)
+        whole_file = offered is None or "source" in offered.input_schema.get("properties", {"source": {}})
+        if refused and not whole_file:
+            self._code.retry()  # no whole file to fall back on: send the refused step's edits again
         step = self._code.next_step()
         total = self._code.total
         if step is None:
@@ -271,7 +281,7 @@ class ScriptedLLM:
         if not stateful:
             return self._reply("CODE:\n" + source)
         change: dict[str, Any] = {"description": description}
-        if refused:
+        if refused and whole_file:
             change["source"] = source
         else:
             change["edits"] = [{"search": s, "replace": r} for s, r in edits]

@@ -65,6 +65,17 @@ def test_a_bad_budget_is_one_line_before_anything_starts(tmp_path: Path, budget:
     assert not (tmp_path / "r.db").exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "value"), [("run", "0"), ("run", "-5"), ("run", "1.5"), ("compare", "lots")]
+)
+def test_a_bad_token_budget_is_one_line_before_anything_starts(tmp_path: Path, command: str, value: str):
+    db, out = str(tmp_path / "r.db"), str(tmp_path / "out")
+    where = ["--db", db] if command == "run" else ["--out", out]
+    line = one_line_error(cli(command, "--llm", "scripted", "--token-budget", value, *where))
+    assert f"--token-budget: the token budget is a whole number of tokens, 1 or more, not '{value}'" in line
+    assert not (tmp_path / "r.db").exists() and not (tmp_path / "out").exists()
+
+
 def test_missing_data_is_one_line_saying_how_to_point_at_a_csv(tmp_path: Path):
     missing = tmp_path / "nowhere.csv"
     result = cli(

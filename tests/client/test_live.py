@@ -1,12 +1,14 @@
 """The live view of `autoresearch-mcp run`: what is happening now, with its elapsed time, and a panel that
 follows every experiment (not only every LLM call)."""
 
+import argparse
 import io
 
 from rich.console import Console
 
+from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import ToolOutcome
-from autoresearch_mcp.client.live import LiveView
+from autoresearch_mcp.client.live import LiveView, final_panel, result_lines
 from autoresearch_mcp.contract.models import BestResult, Experiment, ExperimentResult, Run
 
 NOW = "2026-01-01T00:00:00+00:00"
@@ -107,3 +109,32 @@ def test_the_plain_view_prints_the_re_evaluations_of_a_would_be_best_and_counts_
         "  #2 ok score=0.4800: re-evaluation 1/1 of #1 (seed 2)",
         "  re-evaluated on 1 more seed(s) (#2): mean score 0.4900 over 2 vs no best yet: kept",
     ]
+
+
+def test_with_a_token_budget_the_panel_and_each_line_show_the_tokens_spent_against_it():
+    out = io.StringIO()
+    view = LiveView("stateful", "scripted", plain=True, out=out, token_budget=10_000)
+    view.started(a_run())
+    view({"run": a_run(), "calls": 1, "tokens": {"context": 900, "full": 8_123}})
+    view.tool_ended("run_experiment", result(1, 0.5, 0.5, True))
+    assert "context 900 · full 8,123 / 10,000 budget (81%)" in rendered(view)
+    assert out.getvalue().splitlines()[-1] == (
+        "#1 ok score=0.5000 in 1.5s (new best) [1/3 used; tokens 8,123 / 10,000 budget (81%)]"
+    )
+
+
+def test_the_final_lines_and_panel_say_how_close_the_run_came_to_its_token_budget(tmp_path):
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    done = AgentResult(
+        run_id="r-0123456789", mode="stateful", stop_reason="token-budget", detail="token budget reached",
+        experiments=1, llm_calls=1, best_metric=None, transcript=str(transcript), scripted=False,
+        full_tokens=9_999, token_budget=10_000, run=a_run(),
+    )  # fmt: skip
+    args = argparse.Namespace(server_url=None, db=str(tmp_path / "runs.db"))
+    assert "full tokens 9,999 / 10,000 budget (99%)" in result_lines(done, args)
+    view = LiveView("stateful", "scripted")
+    view({"run": a_run(), "calls": 1, "tokens": {"context": 900, "full": 9_999}})
+    console = Console(file=io.StringIO(), width=160)
+    console.print(final_panel(view, done))
+    assert "full 9,999 / 10,000 budget (99%)" in console.file.getvalue()  # type: ignore[attr-defined]

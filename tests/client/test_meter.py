@@ -16,7 +16,7 @@ from autoresearch_mcp.client.llm import (
     Usage,
 )
 from autoresearch_mcp.client.llm.base import anthropic_wire_tools, openai_wire_tools
-from autoresearch_mcp.client.meter import TokenMeter, Transcript, count, encoding, fixed_text
+from autoresearch_mcp.client.meter import TokenMeter, Transcript, count, encoding, fixed_text, input_tokens
 from autoresearch_mcp.contract.transcript import (
     load_transcript,
     totals,
@@ -212,3 +212,21 @@ def test_a_torn_last_line_is_skipped_when_reading(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text('{"call": 1}\n\n{"call": 2, "tok')
     assert load_transcript(path) == [{"call": 1}]
+
+
+def test_a_requests_input_tokens_are_its_full_tokens_less_the_reply_known_before_it_is_sent() -> None:
+    llm = _QueueLLM("fake", scripted=False)
+    request = LLMRequest(
+        system="You tune XGBoost.",
+        tools=[TOOL],
+        messages=[
+            Message(role="user", text="Summary: best 0.71"),
+            Message(
+                role="assistant", tool_calls=[ToolCall(id="c1", name="run_experiment", arguments={"x": 1})]
+            ),
+            Message(role="user", tool_results=[ToolResult(tool_call_id="c1", content="#1 ok 0.7100")]),
+        ],
+    )
+    response = LLMResponse(text="Next.", tool_calls=[], stop_reason="end_turn", usage=None, model="m")
+    counts = TokenMeter(llm).measure(request, response)
+    assert input_tokens(request, llm) == counts.full - counts.output == counts.fixed + counts.messages

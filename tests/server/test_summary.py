@@ -59,12 +59,33 @@ def summary_tokens(settings, count: int) -> tuple[int, str]:
 
 
 def test_the_summary_has_the_same_token_size_after_10_and_after_1000_experiments(settings):
+    # Also covers the SQL behind the least-varied line: it reads every experiment, in the database.
     small, small_text = summary_tokens(settings, 10)
     large, large_text = summary_tokens(settings, 1000)
     print(f"\nHPO summary: {small} tokens after 10 experiments, {large} after 1000\n{large_text}")
     assert abs(large - small) <= 8
     assert large < 260
     for text in (small_text, large_text):
-        assert text.count("\n#") == 5  # the last 5 experiments, one line each
-        assert "Best macro_f1=" in text and "Counts: ok" in text
+        assert text.count("\n#") == 4  # the last 4 experiments, one line each
+        assert "Best macro_f1=" in text and "Counts: ok" in text and "Least varied: " in text
         assert "Strategy: phase" in text and "Failed: depth above" in text
+
+
+def test_the_best_shows_in_full_in_schema_order_and_recent_lines_show_what_differs_from_it(settings):
+    service = RunService(Store(settings.db_path.with_name("delta.db")), settings)
+    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store = service.store
+    for params, f1 in ((dict(BASE), 0.70), (dict(BASE, max_depth=4), 0.75), (dict(BASE, gamma=1.0), 0.72)):
+        exp = store.reserve_experiment(run.id, params, 1, None)
+        store.complete_experiment(
+            exp.id, status="ok", metrics={"macro_f1": f1}, metric=f1, error_tail=None, duration_s=1.0
+        )
+    text = render_summary(store, store.get_run(run.id), service.task("hpo-covertype"))
+    assert (
+        "Best macro_f1=0.7500 (#2): n_estimators=300 max_depth=4 learning_rate=0.1 subsample=0.8 "
+        "colsample_bytree=0.8 min_child_weight=1 gamma=0 reg_alpha=0 reg_lambda=1"
+    ) in text
+    assert "\n#1 0.7000 max_depth=8\n#2 0.7500 (best)\n#3 0.7200 max_depth=8 gamma=1\n" in text
+    # Every param but max_depth and gamma took one value; the first of them in schema order is named.
+    assert "Least varied: n_estimators (tried: 300)" in text
+    assert "Counts:" not in text  # all ok, nothing refused: the first line says as much

@@ -10,8 +10,9 @@ PROFILE = AgentProfile(
     system_prompt=(
         "You make the Python function in train.py faster autonomously; its output must stay identical. "
         "Each turn shows the run's summary and the current train.py. Reply with one modify_train_py "
-        "call: small search/replace edits (each search text copied exactly from the current code, "
-        "occurring once), or the whole new file as source. Each accepted edit is benchmarked at once: "
+        "call, with either edits (search/replace pairs, each search text copied exactly from the "
+        "current code, spaces included, and occurring once) or source (the whole new file, plain "
+        "Python), never both. Each accepted change is benchmarked at once: "
         "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
         "slower, call revert_train_py with the version to go back to. When no idea is left, reply "
         "DONE: <reason>."
@@ -23,5 +24,5 @@ PROFILE = AgentProfile(
         "original). Revert with revert_train_py when a change was wrong or slower."
     ),
     benchmark_after_edit=True,
-    turn="Next: one modify_train_py call that makes it faster.",
+    turn="Next?",
 )

@@ -24,12 +24,13 @@ def search_space(params: type[BaseModel]) -> str:
 def profile(params: type[BaseModel]) -> AgentProfile:
     return AgentProfile(
         system_prompt=(
-            "You tune XGBoost hyperparameters autonomously, one experiment per reply. Each turn shows "
-            "the run's summary: the best configuration in full, and what recent experiments changed "
-            "from it. Reply with one run_experiment call whose params hold only the values you change "
-            "from the best; the others keep the best's values. Change something not tried yet. The "
-            "first experiment runs the defaults: params {}. "
-            f"Ranges (default): {search_space(params)}. When no idea is left, reply DONE: <reason>."
+            "You tune XGBoost hyperparameters, one experiment per reply. Each turn shows the run's "
+            "summary: the best configuration in full, and how recent experiments differed from it. "
+            "Reply with one run_experiment call whose params hold only what you change from the best "
+            "(the rest keep the best's values): a new value for the least varied param, and other "
+            "changes if you like. Never resend a configuration already tried. First experiment: the "
+            f"defaults, params {{}}. Ranges (default): {search_space(params)}. When no idea is left, "
+            "reply DONE: <reason>."
         ),
         tools=["run_experiment"],
         how=(
@@ -43,6 +44,5 @@ def profile(params: type[BaseModel]) -> AgentProfile:
             "run_experiment": "Train and score with the best configuration, changed by `params` "
             "(one unit of budget)."
         },
-        turn="Next: run_experiment with a new value for the least varied param, and other changes "
-        "if you like.",
+        turn="Next?",
     )
