@@ -73,9 +73,8 @@ def per_iteration(result: AgentResult) -> list[dict[str, Any]]:
     run = _run_of(result)
     experiments = result.history
     rows, best, previous = [], None, _seconds(run.created_at)
-    better = (lambda a, b: a > b) if run.direction == "max" else (lambda a, b: a < b)
     for exp in experiments:
-        if exp.status == "ok" and exp.metric is not None and (best is None or better(exp.metric, best)):
+        if exp.kept and exp.metric is not None:  # the server's rule decides what is a new best
             best = exp.metric
         finished = _seconds(exp.finished_at or exp.started_at)
         t = calls.get(exp.iteration, TokenTotals())
@@ -110,6 +109,8 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
     record_totals.update(
         cacheable_calls=sum(1 for r in records if r["tokens"].get("cacheable")),
         best_metric=rows[-1]["best_metric"] if rows else None,
+        best_low=run.best.low if run.best else None,
+        best_high=run.best.high if run.best else None,
         wall_s=round(wall, 2),
         llm_calls=result.llm_calls,
         experiments=len(rows),

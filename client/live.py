@@ -88,7 +88,7 @@ class LiveView:
         elif tool in EXPERIMENT_TOOLS and outcome.data is not None:
             result = ExperimentResult.model_validate(outcome.data)
             exp = result.experiment
-            self.used = max(self.used, exp.iteration)
+            self.used = max([self.used, exp.iteration, *(again.iteration for again in result.reevaluations)])
             if result.best is not None:
                 self.best = (result.best.metric, result.best.iteration)
             metric = "-" if exp.metric is None else f"{exp.metric:.4f}"
@@ -104,6 +104,11 @@ class LiveView:
             else:
                 budget += " used"
             self._line(f"#{exp.iteration} {exp.status} {name}={metric}{took}{best} [{budget}]")
+            for again in result.reevaluations:  # start_run's reeval_seeds: the would-be best on more seeds
+                value = "-" if again.metric is None else f"{again.metric:.4f}"
+                self._line(f"  #{again.iteration} {again.status} {name}={value}: {again.note}")
+            if result.message:
+                self._line(f"  {result.message}")
         self._now("waiting for the model")
 
     # -- rendering ------------------------------------------------------------------------------

@@ -97,6 +97,14 @@ def write_table(results: dict[str, Any], path: Path) -> None:
             if crossover
             else "Stateful's cumulative full tokens never fall below stateless's."
         )
+    intervals = [
+        f"{r['mode']} seed {r['seed']}: {r['totals']['best_metric']:.4g} "
+        f"[{r['totals']['best_low']:.4g}, {r['totals']['best_high']:.4g}]"
+        for r in results["runs"]
+        if r["totals"].get("best_low") is not None and r["totals"].get("best_high") is not None
+    ]
+    if intervals:
+        lines.append("Best metric of each run with its 95% interval: " + "; ".join(intervals) + ".")
     if len(per_b) >= 200:
         early, late = statistics.fmean(per_b[100:110]), statistics.fmean(per_b[190:200])
         lines.append(

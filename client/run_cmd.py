@@ -84,6 +84,17 @@ def budget_arg(value: str) -> int:
     return int(value)
 
 
+MAX_REEVAL_SEEDS = 10  # start_run's bound
+
+
+def reeval_arg(value: str) -> int:
+    if not value.isdigit() or not 0 <= int(value) <= MAX_REEVAL_SEEDS:
+        raise argparse.ArgumentTypeError(
+            f"--reeval-seeds is a whole number from 0 to {MAX_REEVAL_SEEDS}, not {value!r}"
+        )
+    return int(value)
+
+
 def token_budget_arg(value: str) -> int:
     number = int(value) if value.isascii() and value.isdigit() else 0
     if number < 1:
@@ -165,6 +176,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target", type=target_arg, help="the run converges (and stops) when the metric reaches this"
+    )
+    parser.add_argument(
+        "--reeval-seeds",
+        type=reeval_arg,
+        default=0,
+        metavar="K",
+        help="re-run a would-be new best on K more seeds (each costs budget) and keep it only if the mean"
+        " of the K+1 metrics beats the best's mean (default 0: off)",
     )
     parser.add_argument(
         "--window",
@@ -296,6 +315,7 @@ async def run_session(
                         "target": args.target,
                         "seed": seed,
                         "name": name or run_name(args, mode),
+                        **({"reeval_seeds": args.reeval_seeds} if getattr(args, "reeval_seeds", 0) else {}),
                     },
                     StartedRun,
                 )

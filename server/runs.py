@@ -30,8 +30,9 @@ from autoresearch_mcp.contract.models import (
 )
 from autoresearch_mcp.sandbox.resources import sweep_stale_sandboxes
 from autoresearch_mcp.server.events import ResearchEvents
+from autoresearch_mcp.server.reeval import MAX_REEVAL_SEEDS, reevaluate
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.store import KeepRule, Store
 from autoresearch_mcp.server.summary import render_summary
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, execute_safely
 from autoresearch_mcp.server.tasks.registry import make_task
@@ -84,13 +85,27 @@ class RunService:
 
     # -- runs --------------------------------------------------------------------------------
     def start_run(
-        self, task: str, budget: int, target: float | None, seed: int, name: str | None
+        self,
+        task: str,
+        budget: int,
+        target: float | None,
+        seed: int,
+        name: str | None,
+        reeval_seeds: int = 0,
     ) -> tuple[Run, str]:
         check_text(name, "the run name")
         if target is not None and not math.isfinite(target):
             raise ResearchError(f"target must be a finite number, got {target!r}")
+        if not 0 <= reeval_seeds <= MAX_REEVAL_SEEDS:
+            raise ResearchError(f"reeval_seeds must be 0 to {MAX_REEVAL_SEEDS}, got {reeval_seeds!r}")
         spec = self.task(task)
-        config = {"metric": spec.metric, "direction": spec.direction, "options": spec.options()}
+        config: dict[str, Any] = {
+            "metric": spec.metric,
+            "direction": spec.direction,
+            "options": spec.options(),
+        }
+        if reeval_seeds:
+            config["reeval_seeds"] = reeval_seeds
         run = self.store.create_run(
             task=task,
             budget=budget,
@@ -167,8 +182,21 @@ class RunService:
     ) -> ExperimentResult:
         prepared = self.prepare_experiment(run_id, params, note, tool, base)
         started = time.monotonic()
-        outcome = self._execute(prepared.task, prepared.params, prepared.source, prepared.ctx)
-        return self.record_outcome(prepared.experiment.id, outcome, round(time.monotonic() - started, 3))
+        outcome = self.execute(prepared.task, prepared.params, prepared.source, prepared.ctx)
+        duration = round(time.monotonic() - started, 3)
+        seeds = int(self.store.get_run(run_id).config.get("reeval_seeds", 0))
+        try:  # would it become the best? then it must hold up on more seeds first (reeval.py)
+            confirm = (
+                seeds
+                and outcome.status == "ok"
+                and prepared.task.keeps(outcome, self.store.incumbent(run_id))
+            )
+        except Exception:  # the boundary: record_outcome asks again, and records a failing rule as a crash
+            log.exception("the keep rule failed for experiment %d", prepared.experiment.id)
+            confirm = False
+        if confirm:
+            return reevaluate(self, prepared, outcome, duration, seeds)
+        return self.record_outcome(prepared.experiment.id, outcome, duration)
 
     def prepare_experiment(
         self,
@@ -202,30 +230,47 @@ class RunService:
             self.events.refused(run_id, tool, exc.kind, str(exc))
             raise
         self.events.experiment_started(run, exp)
+        best = run.best
         ctx = ExecContext(
-            run_id=run_id, seed=run.seed, iteration=exp.iteration, options=run.config["options"]
+            run_id=run_id,
+            seed=run.seed,
+            iteration=exp.iteration,
+            options=run.config["options"],
+            best_iteration=None if best is None else best.iteration,
+            best_source=None
+            if best is None
+            else self.store.artifacts.get(run_id, best.artifact_version).source,
         )
         return PreparedExperiment(
             experiment=exp, task=task, params=validated, source=artifact.source, ctx=ctx
         )
 
     def record_outcome(self, exp_id: int, outcome: Outcome, duration_s: float) -> ExperimentResult:
-        """Store a reserved experiment's outcome; update the run (best, converged, exhausted)."""
+        """Store a reserved experiment's outcome; update the run (best, converged, exhausted). Whether it
+        becomes the best is the task's rule (Task.keeps)."""
         exp = self.store.get_experiment(exp_id)
+        task = self.task(self.store.get_run(exp.run_id).task)
+        done = self.record(exp_id, outcome, duration_s, lambda best: task.keeps(outcome, best))
+        return self.result(exp.run_id, done)
+
+    def record(self, exp_id: int, outcome: Outcome, duration_s: float, keep: KeepRule) -> Experiment:
+        """Store the outcome, kept or not as `keep` says; the run's status is left to the caller."""
         try:
             if outcome.state_update:
-                self.store.update_run_options(exp.run_id, outcome.state_update)
-            done = self.store.complete_experiment(
+                self.store.update_run_options(self.store.get_experiment(exp_id).run_id, outcome.state_update)
+            return self.store.complete_experiment(
                 exp_id,
                 status=outcome.status,
                 metrics=outcome.metrics,
                 metric=outcome.metric,
                 error_tail=outcome.error_tail,
                 duration_s=duration_s,
+                samples=outcome.samples,
+                keep=keep,
             )
         except Exception as exc:  # the boundary: an experiment whose process ended never stays running
             log.exception("recording experiment %d failed", exp_id)
-            done = self.store.complete_experiment(
+            return self.store.complete_experiment(
                 exp_id,
                 status="crash",
                 metrics={},
@@ -233,19 +278,18 @@ class RunService:
                 error_tail=f"the result could not be recorded ({type(exc).__name__})",
                 duration_s=duration_s,
             )
-        return self._result(exp.run_id, done)
 
     def record_interrupted(self, exp_id: int, reason: str, duration_s: float) -> ExperimentResult:
         """A reserved experiment that could not finish for a reason outside it (its worker died)."""
         exp = self.store.complete_experiment(
             exp_id, status="interrupted", metrics={}, metric=None, error_tail=reason, duration_s=duration_s
         )
-        return self._result(exp.run_id, exp)
+        return self.result(exp.run_id, exp)
 
-    def _execute(self, task: Task, params: Any, source: str, ctx: ExecContext) -> Outcome:
+    def execute(self, task: Task, params: Any, source: str, ctx: ExecContext) -> Outcome:
         return execute_safely(task, params, source, ctx)
 
-    def _result(self, run_id: str, exp: Experiment) -> ExperimentResult:
+    def result(self, run_id: str, exp: Experiment) -> ExperimentResult:
         run = self.store.get_run(run_id)
         status: RunStatus | None = None
         if run.status == "running":

@@ -11,6 +11,7 @@ from typing import Any
 from autoresearch_mcp.contract.models import Experiment, Run
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.base import Task
+from autoresearch_mcp.server.tasks.intervals import best_suffix
 
 LAST_EXPERIMENTS = 4
 TRIED_SHOWN = 3
@@ -97,7 +98,9 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     else:
         where = f"#{best.iteration}" + ("" if has_params else f", train.py v{best.artifact_version}")
         params = f": {task.format_params(_in_schema_order(best.params, task))}" if best.params else ""
-        lines.append(f"Best {task.metric}={best.metric:.4f} ({where}){params}")
+        lines.append(
+            f"Best {task.metric}={best.metric:.4f}{best_suffix(best.metrics, task.metric)} ({where}){params}"
+        )
     current = max(versions)
     if current > 1:
         lines.append(f"train.py now v{current}: {_clip(versions[current], 60)}")

@@ -36,6 +36,12 @@ class BestResult(BaseModel):
     metric: float
     params: dict[str, Any]
     artifact_version: int
+    low: float | None = Field(default=None, description="the metric's interval, where the task measures one")
+    high: float | None = None
+    mean: float | None = Field(
+        default=None,
+        description="the metric's mean over this experiment and its re-evaluations (reeval_seeds)",
+    )
 
 
 class Run(BaseModel):
@@ -93,6 +99,14 @@ class ExperimentResult(BaseModel):
     best: BestResult | None
     budget_left: int
     run_status: RunStatus
+    reevaluations: list[Experiment] = Field(
+        default_factory=list,
+        description="with reeval_seeds: the re-evaluations of a would-be best on other seeds, each its own "
+        "experiment (each costs budget); the keep decision took the mean",
+    )
+    message: str | None = Field(
+        default=None, description="how the keep decision was made, when it needs saying"
+    )
 
 
 class HistoryPage(BaseModel):

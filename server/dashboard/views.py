@@ -126,11 +126,13 @@ def run_rows(store: Store, transcripts: Path) -> list[RunRow]:
 
 
 def best_so_far(experiments: list[Experiment], direction: Literal["max", "min"]) -> list[CurvePoint]:
+    """The best follows the experiments that became the best (kept), as the task's rule decided: a
+    higher metric that was within the noise, or a lucky seed that re-evaluation did not confirm, is no
+    new best. (`direction` stays for callers: kept already holds it.)"""
     points, best = [], None
     for exp in experiments:
-        if exp.status == "ok" and exp.metric is not None:
-            better = best is None or (exp.metric > best if direction == "max" else exp.metric < best)
-            best = exp.metric if better else best
+        if exp.kept and exp.metric is not None:
+            best = exp.metric
         points.append(
             CurvePoint(
                 iteration=exp.iteration, status=exp.status, metric=exp.metric, kept=exp.kept, best=best

@@ -8,6 +8,8 @@ import json
 import os
 import sqlite3
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +33,24 @@ from autoresearch_mcp.server.store.db import (
 )
 from autoresearch_mcp.server.store.jobs import JobRecords
 from autoresearch_mcp.server.store.notes import EventRecords, NoteRecords
+
+
+def better(value: float, than: float, direction: Literal["max", "min"]) -> bool:
+    return value > than if direction == "max" else value < than
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """The run's best experiment as a keep rule sees it: `value` is its metric, or the mean over its
+    re-evaluations where it has one; `samples` its stored raw measurements."""
+
+    experiment: Experiment
+    value: float
+    samples: list[float] = field(default_factory=list)
+
+
+# Decides, given the current best (None: there is none), whether an experiment becomes the new best.
+KeepRule = Callable[[Incumbent | None], bool]
 
 
 class Store:
@@ -120,6 +140,7 @@ class Store:
         conn = self.db.reader()
         used = conn.execute("SELECT COUNT(*) FROM experiments WHERE run_id = ?", (row["id"],)).fetchone()[0]
         best = self.best_experiment(row["id"], config.get("direction", "max"))
+        metric = config.get("metric", "metric")
         return Run(
             id=row["id"],
             name=row["name"],
@@ -129,7 +150,7 @@ class Store:
             used=used,
             target=row["target"],
             seed=row["seed"],
-            metric_name=config.get("metric", "metric"),
+            metric_name=metric,
             direction=config.get("direction", "max"),
             best=None
             if best is None
@@ -138,6 +159,9 @@ class Store:
                 metric=best.metric if best.metric is not None else float("nan"),
                 params=best.params,
                 artifact_version=best.artifact_version,
+                low=best.metrics.get(f"{metric}_low"),
+                high=best.metrics.get(f"{metric}_high"),
+                mean=best.metrics.get(f"{metric}_mean"),
             ),
             created_at=row["created_at"],
             finished_at=row["finished_at"],
@@ -147,9 +171,15 @@ class Store:
 
     # -- experiments -------------------------------------------------------------------------
     def reserve_experiment(
-        self, run_id: str, params: dict[str, Any], artifact_version: int, note: str | None
+        self,
+        run_id: str,
+        params: dict[str, Any],
+        artifact_version: int,
+        note: str | None,
+        repeat_ok: bool = False,
     ) -> Experiment:
-        """Record an experiment as running before it runs. Checks status and budget atomically."""
+        """Record an experiment as running before it runs. Checks status and budget atomically; an exact
+        repeat is refused unless `repeat_ok` (a re-evaluation on another seed)."""
         with self.db.transaction() as conn:
             run = conn.execute("SELECT status, budget FROM runs WHERE id = ?", (run_id,)).fetchone()
             if run is None:
@@ -173,7 +203,7 @@ class Store:
                 " AND status != 'interrupted' ORDER BY iteration LIMIT 1",
                 (run_id, key, artifact_version),
             ).fetchone()
-            if earlier is not None:
+            if earlier is not None and not repeat_ok:
                 exp = _experiment_from_row(earlier)
                 raise RepeatError(
                     f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
@@ -212,30 +242,99 @@ class Store:
         metric: float | None,
         error_tail: str | None,
         duration_s: float,
+        samples: list[float] | None = None,
+        keep: KeepRule | None = None,
     ) -> Experiment:
-        """Store the outcome; mark it kept when it beats every earlier finished experiment."""
+        """Store the outcome; mark it kept when `keep` says it beats the current best (by default: a
+        strictly better metric). Decided in the same transaction as the write, so two experiments ending
+        at once are each compared with the best the other left."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "SELECT e.run_id, r.config_json FROM experiments e JOIN runs r ON r.id = e.run_id"
                 " WHERE e.id = ?",
                 (exp_id,),
             ).fetchone()
-            direction = json.loads(row["config_json"]).get("direction", "max")
+            config = json.loads(row["config_json"])
+            direction = config.get("direction", "max")
             kept = False
             if status == "ok" and metric is not None:
-                agg = "MAX" if direction == "max" else "MIN"
-                best = conn.execute(
-                    f"SELECT {agg}(metric) FROM experiments WHERE run_id = ? AND status = 'ok'"
-                    " AND id != ? AND metric IS NOT NULL",
-                    (row["run_id"], exp_id),
-                ).fetchone()[0]
-                kept = best is None or (metric > best if direction == "max" else metric < best)
+                best = self._incumbent(conn, row["run_id"], config, exclude=exp_id)
+                rule = keep or (lambda best: best is None or better(metric, best.value, direction))
+                kept = bool(rule(best))
             conn.execute(
                 "UPDATE experiments SET status = ?, metrics_json = ?, metric = ?, kept = ?, error_tail = ?,"
-                " finished_at = ?, duration_s = ? WHERE id = ?",
-                (status, canonical_json(metrics), metric, int(kept), error_tail, now(), duration_s, exp_id),
+                " finished_at = ?, duration_s = ?, samples_json = ? WHERE id = ?",
+                (
+                    status,
+                    canonical_json(metrics),
+                    metric,
+                    int(kept),
+                    error_tail,
+                    now(),
+                    duration_s,
+                    canonical_json(samples) if samples else None,
+                    exp_id,
+                ),
             )
+            if kept:
+                self._set_kept_seq(conn, row["run_id"], exp_id)
         return self.get_experiment(exp_id)
+
+    def decide_keep(self, exp_id: int, keep: KeepRule, metrics: dict[str, float]) -> Experiment:
+        """Decide later whether a finished ok experiment becomes the best (after its re-evaluations),
+        merging `metrics` into its own."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT e.run_id, e.metrics_json, r.config_json FROM experiments e"
+                " JOIN runs r ON r.id = e.run_id WHERE e.id = ?",
+                (exp_id,),
+            ).fetchone()
+            best = self._incumbent(conn, row["run_id"], json.loads(row["config_json"]), exclude=exp_id)
+            kept = bool(keep(best))
+            merged = {**json.loads(row["metrics_json"]), **metrics}
+            conn.execute(
+                "UPDATE experiments SET metrics_json = ?, kept = ? WHERE id = ?",
+                (canonical_json(merged), int(kept), exp_id),
+            )
+            if kept:
+                self._set_kept_seq(conn, row["run_id"], exp_id)
+        return self.get_experiment(exp_id)
+
+    def _set_kept_seq(self, conn: sqlite3.Connection, run_id: str, exp_id: int) -> None:
+        conn.execute(
+            "UPDATE experiments SET kept_seq = (SELECT COALESCE(MAX(kept_seq), 0) + 1 FROM experiments"
+            " WHERE run_id = ?) WHERE id = ?",
+            (run_id, exp_id),
+        )
+
+    def incumbent(self, run_id: str) -> Incumbent | None:
+        """The current best as a keep rule sees it."""
+        row = self.db.reader().execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return self._incumbent(self.db.reader(), run_id, json.loads(row["config_json"]))
+
+    def _incumbent(
+        self, conn: sqlite3.Connection, run_id: str, config: dict[str, Any], exclude: int | None = None
+    ) -> Incumbent | None:
+        row = self._best_row(conn, run_id, config.get("direction", "max"), exclude)
+        if row is None:
+            return None
+        exp = _experiment_from_row(row)
+        assert exp.metric is not None  # (the query's condition)
+        value = exp.metrics.get(f"{config.get('metric', 'metric')}_mean", exp.metric)
+        samples = json.loads(row["samples_json"]) if row["samples_json"] else []
+        return Incumbent(experiment=exp, value=value, samples=samples)
+
+    def _best_row(
+        self, conn: sqlite3.Connection, run_id: str, direction: str, exclude: int | None = None
+    ) -> sqlite3.Row | None:
+        # The latest experiment to become the best; kept rows from before kept_seq existed come after
+        # every numbered one and are ordered by metric, as the best was chosen then.
+        order = "DESC" if direction == "max" else "ASC"
+        return conn.execute(
+            "SELECT * FROM experiments WHERE run_id = ? AND status = 'ok' AND metric IS NOT NULL AND kept = 1"
+            f" AND id != ? ORDER BY kept_seq IS NULL, kept_seq DESC, metric {order}, iteration ASC LIMIT 1",
+            (run_id, -1 if exclude is None else exclude),
+        ).fetchone()
 
     def get_experiment(self, exp_id: int) -> Experiment:
         row = self.db.reader().execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
@@ -244,17 +343,18 @@ class Store:
         return _experiment_from_row(row)
 
     def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:
-        order = "DESC" if direction == "max" else "ASC"
+        """The run's best: the latest experiment that became the best (see complete_experiment)."""
+        row = self._best_row(self.db.reader(), run_id, direction)
+        return None if row is None else _experiment_from_row(row)
+
+    def samples(self, exp_id: int) -> list[float]:
+        """An experiment's stored raw measurements (empty when its task keeps none)."""
         row = (
             self.db.reader()
-            .execute(
-                "SELECT * FROM experiments WHERE run_id = ? AND status = 'ok' AND metric IS NOT NULL"
-                f" ORDER BY metric {order}, iteration ASC LIMIT 1",
-                (run_id,),
-            )
+            .execute("SELECT samples_json FROM experiments WHERE id = ?", (exp_id,))
             .fetchone()
         )
-        return None if row is None else _experiment_from_row(row)
+        return json.loads(row["samples_json"]) if row is not None and row["samples_json"] else []
 
     def experiments(
         self,

@@ -168,6 +168,19 @@ migration(
 )
 
 
+# What a keep rule needs beyond the metrics: an experiment's raw measurements (codeopt-records: each
+# call's time), and the order in which experiments became the best. The best is the latest kept one: a
+# metric measured at another time is not always comparable (timings drift with the machine's load), so
+# the highest metric need not be the best.
+migration(
+    "005_samples_and_keep_order",
+    """
+    ALTER TABLE experiments ADD COLUMN samples_json TEXT;
+    ALTER TABLE experiments ADD COLUMN kept_seq INTEGER;
+    """,
+)
+
+
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply the migrations this database has not seen yet; return their names."""
     conn.execute(

@@ -10,6 +10,7 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan, TaskInfo
 from autoresearch_mcp.sandbox.results import BadResult, check_value
 from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
+from autoresearch_mcp.server.store import Incumbent, better
 from autoresearch_mcp.server.text import scrub_paths
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,13 @@ class ExecContext(BaseModel):
     """What the harness needs to know about the experiment it is running."""
 
     run_id: str
-    seed: int = Field(description="the run's seed")
+    seed: int = Field(description="the run's seed (another one for a re-evaluation)")
     iteration: int
     options: dict[str, Any] = Field(description="the run's task options, fixed at start_run")
+    best_iteration: int | None = Field(default=None, description="the run's best experiment when it started")
+    best_source: str | None = Field(
+        default=None, description="the best's train.py, for a task that measures candidates beside it"
+    )
 
 
 class Outcome(BaseModel):
@@ -73,6 +78,12 @@ class Outcome(BaseModel):
     )
     metric: FiniteFloat | None = None
     error_tail: str | None = Field(default=None, description="why it failed, and the end of its output")
+    samples: list[FiniteFloat] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="the raw measurements behind the metric (e.g. each call's time), stored for later "
+        "keep decisions and left out of the metrics the model reads",
+    )
     state_update: dict[str, Any] = Field(
         default_factory=dict,
         description="values the task wants kept in the run's options for later experiments "
@@ -127,6 +138,14 @@ class Task(ABC):
     @abstractmethod
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
         """Run one experiment in the sandbox. Failures are outcomes, never exceptions."""
+
+    def keeps(self, outcome: "Outcome", best: Incumbent | None) -> bool:
+        """Whether an ok outcome becomes the run's new best. This rule: a metric strictly better than
+        the best's (its mean over re-evaluations where it has one). A task whose metric is noisy in a
+        way it can measure (codeopt-records' timings) asks for more."""
+        return best is None or (
+            outcome.metric is not None and better(outcome.metric, best.value, self.direction)
+        )
 
     def agent_profile(self) -> AgentProfile:
         """How an agent works on this task; a task folder's profile.py gives its own words."""

@@ -7,6 +7,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from autoresearch_mcp.contract.models import Note, RunList, RunStatus, StartedRun, SummaryText
+from autoresearch_mcp.server.reeval import MAX_REEVAL_SEEDS
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.registry import task_names
 from autoresearch_mcp.server.tools.common import (
@@ -46,10 +47,19 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
         name: Annotated[
             str | None, Field(max_length=100, description="a label for people, e.g. who started it and why")
         ] = None,
+        reeval_seeds: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_REEVAL_SEEDS,
+                description="re-run a would-be new best on this many more seeds (each costs budget) and "
+                "keep it only if the mean beats the best's; 0 = off",
+            ),
+        ] = 0,
     ) -> StartedRun:
         """Start an autonomous run on a task and return its run_id: pass that run_id to every later call
         (the server may hold other runs at the same time)."""
-        run, summary = service.start_run(task, budget, target, seed, name)
+        run, summary = service.start_run(task, budget, target, seed, name, reeval_seeds)
         run_for.remember(ctx, run.id)
         spec = service.task(task)
         return StartedRun(

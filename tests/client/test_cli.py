@@ -271,3 +271,20 @@ def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(tmp_path: Pat
     assert f"run {run.id} exhausted: budget used (2/2)" in result.stdout
     rows = sqlite3.connect(db).execute("SELECT COUNT(*), MIN(run_id) FROM experiments").fetchone()
     assert rows == (2, run.id)
+
+
+def test_reeval_seeds_is_a_run_and_compare_flag_passed_to_start_run(tmp_path: Path, toy_env: None):
+    parser = build_parser()
+    assert parser.parse_args(["run"]).reeval_seeds == 0
+    assert parser.parse_args(["compare", "--reeval-seeds", "2", "--out", "results"]).reeval_seeds == 2
+    assert "--reeval-seeds is a whole number from 0 to 10" in one_line_error(
+        cli("run", "--reeval-seeds", "11")
+    )
+    db = tmp_path / "r.db"
+    args = ("run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "3", "--reeval-seeds", "1")
+    result = cli(*args, "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    conn = sqlite3.connect(db)
+    assert json.loads(conn.execute("SELECT config_json FROM runs").fetchone()[0])["reeval_seeds"] == 1
+    notes = [row[0] for row in conn.execute("SELECT note FROM experiments ORDER BY iteration")]
+    assert notes[1] == "re-evaluation 1/1 of #1 (seed 43)" and len(notes) == 3

@@ -183,3 +183,48 @@ def test_calls_that_recorded_no_experiment_still_count_in_the_totals(tmp_path: P
     assert record["per_iteration"] == [] and record["totals"]["experiments"] == 0
     assert record["totals"]["context_tokens"] == 69 and record["totals"]["full_tokens"] == 99
     assert record["totals"]["symmetric_tokens"] == 84
+
+
+def test_the_best_so_far_follows_the_servers_kept_flags_and_the_table_shows_its_interval(tmp_path: Path):
+    from autoresearch_mcp.contract.models import BestResult, Experiment
+
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("")
+    stamp = "2026-11-30T12:00:0{}+00:00"
+    history = [
+        Experiment(
+            id=i,
+            run_id="r-1",
+            iteration=i,
+            params={},
+            artifact_version=i,
+            status="ok",
+            metric=metric,
+            kept=kept,
+            started_at=stamp.format(i),
+            finished_at=stamp.format(i),
+        )
+        for i, (metric, kept) in enumerate([(2.0, True), (2.3, False), (2.2, True)], start=1)
+    ]
+    best = BestResult(iteration=3, metric=2.2, params={}, artifact_version=3, low=2.05, high=2.31)
+    run = Run(
+        id="r-1", name=None, task="codeopt-records", status="exhausted", budget=3, used=3, target=None, seed=42,
+        metric_name="speedup", direction="max", best=best, created_at=stamp.format(0), finished_at=stamp.format(4),
+    )  # fmt: skip
+    result = AgentResult(
+        run_id="r-1", mode="stateful", stop_reason="budget", detail="", experiments=3, llm_calls=3,
+        best_metric=2.2, transcript=str(transcript), scripted=True, run=run, history=history,
+    )  # fmt: skip
+    record = run_record("stateful", 42, result)
+    # #2's 2.3 was within the noise (not kept): the best stays 2.0 until #3 is kept.
+    assert [row["best_metric"] for row in record["per_iteration"]] == [2.0, 2.0, 2.2]
+    assert (record["totals"]["best_low"], record["totals"]["best_high"]) == (2.05, 2.31)
+    results = {
+        "task": "codeopt-records", "iterations": 3, "seeds": [42], "llm": "scripted", "window": "auto",
+        "runs": [record], "summary": summarise([record]),
+    }  # fmt: skip
+    write_table(results, tmp_path / "table.md")
+    assert (
+        "Best metric of each run with its 95% interval: stateful seed 42: 2.2 [2.05, 2.31]."
+        in (tmp_path / "table.md").read_text()
+    )

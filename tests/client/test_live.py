@@ -85,6 +85,32 @@ def test_the_panel_follows_each_experiment_and_the_plain_view_prints_one_line_ea
     ]
 
 
+def test_the_plain_view_prints_the_re_evaluations_of_a_would_be_best_and_counts_their_budget():
+    out = io.StringIO()
+    view = LiveView("stateful", "scripted", plain=True, out=out)
+    view.started(a_run())
+    first = result(1, 0.5, 0.5, True)
+    again = Experiment.model_validate(
+        {
+            **first.data["experiment"],
+            "id": 2,
+            "iteration": 2,
+            "metric": 0.48,
+            "note": "re-evaluation 1/1 of #1 (seed 2)",
+        }  # type: ignore[index]
+    )
+    first.data["reevaluations"] = [again.model_dump(mode="json")]  # type: ignore[index]
+    first.data["message"] = (
+        "re-evaluated on 1 more seed(s) (#2): mean score 0.4900 over 2 vs no best yet: kept"  # type: ignore[index]
+    )
+    view.tool_ended("run_experiment", first)
+    assert out.getvalue().splitlines()[1:] == [
+        "#1 ok score=0.5000 in 1.5s (new best) [2/3 used]",
+        "  #2 ok score=0.4800: re-evaluation 1/1 of #1 (seed 2)",
+        "  re-evaluated on 1 more seed(s) (#2): mean score 0.4900 over 2 vs no best yet: kept",
+    ]
+
+
 def test_with_a_token_budget_the_panel_and_each_line_show_the_tokens_spent_against_it():
     out = io.StringIO()
     view = LiveView("stateful", "scripted", plain=True, out=out, token_budget=10_000)

@@ -169,7 +169,8 @@ def test_the_first_benchmark_measures_the_baseline_and_later_ones_reuse_it() -> 
     # How much faster a rewrite is, is measured without a loaded machine's noise in the in-process test
     # above and in benchmarks/codeopt_limits.py; here, where the numbers come from and go.
     first = benchmark(REFERENCE_SOURCE)
-    assert first.status == "ok" and set(first.state_update) == {"baseline_ms"}
+    assert first.status == "ok" and set(first.state_update) == {"baseline_ms", "baseline_times_ms"}
+    assert len(first.state_update["baseline_times_ms"]) == 3  # the timed calls (after the warm-up)
     baseline = first.state_update["baseline_ms"]
     assert first.metrics["correct"] == 1.0 and first.metrics["inputs"] == 4
     assert first.metric == pytest.approx(baseline / first.metrics["time_ms"], rel=1e-3)

@@ -180,13 +180,19 @@ def test_the_report_is_one_file_with_no_outside_references(run):
     assert re.findall(r"train.py v(\d) → v(\d)", html) == [("1", "2"), ("2", "3"), ("1", "3")]
 
 
-def test_best_so_far_follows_the_direction_of_the_metric(run):
+def test_best_so_far_steps_only_at_the_experiments_that_became_the_best(run):
     store, transcripts, run_id = run
     experiments = run_detail(store, run_id, transcripts).experiments
-    lows = best_so_far(experiments, "min")
-    values = [p.best for p in lows if p.best is not None]
-    assert values == sorted(values, reverse=True)
-    assert values[-1] == min(e.metric for e in experiments if e.metric is not None)
+    curve = best_so_far(experiments, "max")
+    steps = [
+        p.iteration
+        for i, p in enumerate(curve)
+        if p.best is not None and (i == 0 or curve[i - 1].best != p.best)
+    ]
+    assert steps == [e.iteration for e in experiments if e.kept]
+    # A higher metric that the task's rule did not keep (within the noise) leaves the curve where it was.
+    unkept = experiments[-1].model_copy(update={"kept": False, "metric": 99.0, "status": "ok"})
+    assert best_so_far([*experiments[:-1], unkept], "max")[-1].best == curve[-2].best
 
 
 def test_the_report_command_writes_the_latest_run_to_the_file_asked_for(run, tmp_path):

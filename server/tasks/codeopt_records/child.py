@@ -62,18 +62,24 @@ def candidate_globals() -> dict[str, Any]:
 
 def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
     """Payload: n_records, seeds (one per call; the first call is a warm-up) and source, or no source
-    for the reference. Returns the measured time of every call in ms and the outputs, or an error."""
+    for the reference; optionally rival, the run's current best, timed beside the candidate: on the same
+    input, right before or after it (the order alternating), so that both see the same load. Returns the
+    measured time of every call in ms and the outputs, and the rival's times (only when every rival call
+    ended with a result: a rival failure is no failure of the candidate), or an error."""
     n = int(payload["n_records"])
     seeds = [int(seed) for seed in payload["seeds"]]
     try:
         code = compile(payload.get("source", REFERENCE_SOURCE), "train.py", "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # compiling runs none of it
         return {"error": "load", "detail": candidate_traceback()}
+    rival = _compiled(payload.get("rival"))
     candidate_globals()  # the proxies, built here once: every fork finds them ready
     gc.collect()
     gc.freeze()  # the forks' collections skip what they share with this process (no copy-on-write)
-    times_ms, outputs = [], []
-    for seed in seeds:
+    times_ms, outputs, rival_ms = [], [], []
+    for index, seed in enumerate(seeds):
+        if rival is not None and index % 2:
+            rival = _rival_call(rival, n, seed, rival_ms)
         call = run_isolated(
             partial(_one_call, code, n, seed), writable=None, max_messages=2, max_bytes=MAX_MESSAGE_BYTES
         )
@@ -82,7 +88,38 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
             return verdict
         times_ms.append(verdict["time_ms"])
         outputs.append(verdict["output"])
-    return {"times_ms": times_ms, "outputs": outputs}
+        if rival is not None and not index % 2:
+            rival = _rival_call(rival, n, seed, rival_ms)
+    report: dict[str, Any] = {"times_ms": times_ms, "outputs": outputs}
+    if rival is not None:
+        report["rival_times_ms"] = rival_ms
+    return report
+
+
+def _compiled(source: Any) -> types.CodeType | None:
+    if not isinstance(source, str):
+        return None
+    try:
+        return compile(source, "train.py", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _rival_call(code: types.CodeType, n: int, seed: int, times_ms: list[float]) -> types.CodeType | None:
+    """One timed call of the rival; its code again, or None (no more rival calls) when it failed."""
+    call = run_isolated(
+        partial(_one_call, code, n, seed), writable=None, max_messages=2, max_bytes=MAX_MESSAGE_BYTES
+    )
+    first = call.messages[0].message if call.messages else None
+    if call.problem is not None or len(call.messages) < 2 or not isinstance(first, dict):
+        return None  # checked first: _judge_call ends the harness on a fork that died
+    if not isinstance(first.get("ready"), float):
+        return None
+    verdict = _judge_call(call)
+    if "error" in verdict:
+        return None
+    times_ms.append(verdict["time_ms"])
+    return code
 
 
 def _judge_call(call: Isolated) -> dict[str, Any]:

@@ -5,18 +5,23 @@ Fixed harness: the record generator, the reference output (computed here, in the
 twin of the reference), the timing (child.py beside this file) and the metric, speedup = the run's
 baseline time / the candidate's time, both medians over fresh inputs. Mutable artifact: train.py, which
 starts as the slow reference and must keep `def process_records(records)`.
+
+A new best must be faster than the current one beyond the noise (`keeps`): the harness times the
+current best beside the candidate, on the same inputs, and the candidate is kept only when the interval
+of that ratio lies above 1 (intervals.py says why side by side, and which interval).
 """
 
 import random
 import secrets
 import statistics
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
+from autoresearch_mcp.server.store import Incumbent
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome, Task, sandbox_failure
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from autoresearch_mcp.server.tasks.codeopt_records.child import ALLOWED_IMPORTS, EXTRA_FORBIDDEN_NAMES
@@ -27,6 +32,7 @@ from autoresearch_mcp.server.tasks.codeopt_records.records import (
     make_records,
     process_records_fast,
 )
+from autoresearch_mcp.server.tasks.intervals import LEVEL, paired_ratio_interval, ratio_interval
 from autoresearch_mcp.server.tasks.registry import register
 
 ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_benchmark"
@@ -51,6 +57,7 @@ class Calls(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     times_ms: list[Millis] = Field(min_length=1, max_length=MAX_CALLS)
     outputs: list[Any] = Field(min_length=1, max_length=MAX_CALLS)
+    rival_times_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
 
 
 class Failure(BaseModel):
@@ -76,6 +83,8 @@ class CodeOptTask(Task):
     params_model = NoParams
     experiment_tool = "run_benchmark"
     sandbox_entries = (ENTRY,)
+    # The level of the speedup intervals. An identical-code benchmark is kept with chance (1 - level) / 2.
+    confidence: ClassVar[float] = LEVEL
 
     def agent_profile(self) -> AgentProfile:
         return PROFILE
@@ -132,10 +141,34 @@ class CodeOptTask(Task):
                 tail = reference.error_tail or ""
                 return reference.model_copy(update={"error_tail": f"timing the reference failed: {tail}"})
             baseline = state["baseline_ms"] = _median(reference.times_ms)
-        measured = _measure({"source": source, "n_records": n, "seeds": seeds}, limits)
+            state["baseline_times_ms"] = [round(t, 4) for t in _timed(reference.times_ms)]
+        payload: dict[str, Any] = {"source": source, "n_records": n, "seeds": seeds}
+        if ctx.best_source is not None:
+            payload["rival"] = ctx.best_source
+        measured = _measure(payload, limits)
         if isinstance(measured, Outcome):
             return measured.model_copy(update={"state_update": state})
-        return _judge(measured, seeds, n, float(baseline), state)
+        outcome = _judge(measured, seeds, n, float(baseline), state)
+        if outcome.status == "ok":
+            times = state.get("baseline_times_ms", options.get("baseline_times_ms"))
+            outcome.metrics.update(_intervals(measured, times, ctx, self.confidence))
+        return outcome
+
+    def keeps(self, outcome: Outcome, best: Incumbent | None) -> bool:
+        """A new best only when it is faster than the current best beyond the noise: the interval of the
+        ratio best time / candidate time lies above 1. Measured side by side when the benchmark timed
+        this very best beside it; else (the best changed while it ran, or the best has no stored
+        timings) from the stored timings, else the plain rule."""
+        if best is None or outcome.metric is None:
+            return super().keeps(outcome, best)
+        if (
+            outcome.metrics.get("vs_best_iteration") == best.experiment.iteration
+            and "vs_best_low" in outcome.metrics
+        ):
+            return outcome.metrics["vs_best_low"] > 1.0
+        if best.samples and outcome.samples:
+            return ratio_interval(best.samples, outcome.samples, self.confidence).low > 1.0
+        return super().keeps(outcome, best)
 
 
 def _measure(payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
@@ -155,7 +188,7 @@ def _measure(payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
         return Outcome(
             status="crash", error_tail="the benchmark harness returned unmatched times and outputs"
         )
-    problem = timing_problem(report.times_ms, result.wall_s)
+    problem = timing_problem(report.times_ms + (report.rival_times_ms or []), result.wall_s)
     if problem is not None:
         return Outcome(status="crash", error_tail=problem)
     return report
@@ -187,18 +220,48 @@ def _judge(calls: Calls, seeds: list[int], n: int, baseline: float, state: dict[
                 state_update=state,
             )
     time_ms = _median(calls.times_ms)
-    metrics = {
+    metrics: dict[str, float] = {
         "speedup": round(baseline / max(time_ms, 1e-6), 4),
         "time_ms": round(time_ms, 4),
         "baseline_ms": round(baseline, 4),
         "correct": 1.0,
         "inputs": float(len(seeds)),
     }
-    return Outcome(status="ok", metric=metrics["speedup"], metrics=metrics, state_update=state)
+    return Outcome(
+        status="ok",
+        metric=metrics["speedup"],
+        metrics=metrics,
+        samples=[round(t, 4) for t in _timed(calls.times_ms)],
+        state_update=state,
+    )
+
+
+def _intervals(calls: Calls, baseline_times: Any, ctx: ExecContext, level: float) -> dict[str, float]:
+    """speedup_low/high: the speedup's interval against the baseline's timings (call-to-call noise
+    only: the baseline was timed once, earlier). vs_best (low, high): the current best's time over this
+    one's, paired call by call, measured side by side; vs_best_iteration says which best."""
+    found: dict[str, float] = {}
+    if isinstance(baseline_times, list) and baseline_times:
+        speedup = ratio_interval(baseline_times, _timed(calls.times_ms), level)
+        found.update(speedup_low=round(speedup.low, 4), speedup_high=round(speedup.high, 4))
+    rival = calls.rival_times_ms
+    if rival is not None and len(rival) == len(calls.times_ms) and ctx.best_iteration is not None:
+        versus = paired_ratio_interval(_timed(rival), _timed(calls.times_ms), level)
+        found.update(
+            vs_best=round(versus.estimate, 4),
+            vs_best_low=round(versus.low, 4),
+            vs_best_high=round(versus.high, 4),
+            vs_best_iteration=float(ctx.best_iteration),
+        )
+    return found
+
+
+def _timed(times_ms: list[float]) -> list[float]:
+    return times_ms[1:] or times_ms  # the first call warms up and is not counted
 
 
 def _median(times_ms: list[float]) -> float:
-    return statistics.median(times_ms[1:] or times_ms)  # the first call warms up and is not counted
+    return statistics.median(_timed(times_ms))
 
 
 def _distinct_seeds(rng: random.Random, count: int) -> list[int]:
