@@ -1,11 +1,12 @@
 """CHECK: the decisions that end a run, made without the LLM, and what a finished agent reports."""
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from autoresearch_mcp.client.connect import ResearchClient
+from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
 from autoresearch_mcp.client.meter import Transcript, input_tokens
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
@@ -63,6 +64,9 @@ class AgentResult(BaseModel):
     transcript: str
     scripted: bool
     full_tokens: int = Field(default=0, description="full tokens spent by this agent's LLM calls")
+    refusals: dict[str, int] = Field(
+        default_factory=dict, description="calls that recorded nothing, by refusal kind"
+    )
     token_budget: int | None = None
     run: Run | None = Field(default=None, description="the run as the server had it at the end")
     history: list[Experiment] = Field(default_factory=list, description="its experiments, in order")
@@ -90,6 +94,7 @@ async def finish(
     stop: tuple[StopReason, str] | None,
     calls: int,
     transcript: Transcript,
+    refusals: Counter[str] | None = None,
 ) -> AgentResult:
     """End the run on the server (if CHECK, not the server, stopped it) and report."""
     assert stop is not None
@@ -108,6 +113,7 @@ async def finish(
         transcript=str(transcript.path),
         scripted=transcript.llm.scripted,
         full_tokens=transcript.full_tokens,
+        refusals=dict(sorted((refusals or Counter()).items())),
     )
 
 
@@ -126,6 +132,16 @@ class Agent:
         self.progress = progress or (lambda event: None)
         self.failures = 0
         self.calls = 0
+        # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
+        # call or no parsable proposal, arguments that are not JSON, a tool not offered).
+        self.refusals: Counter[str] = Counter()
+
+    def refused(self, outcome: ToolOutcome | None = None, kind: str | None = None) -> None:
+        """Count one refusal: the kind the server gave the outcome, else `kind`."""
+        if outcome is not None and outcome.refusal is not None:
+            self.refusals[outcome.refusal.kind] += 1
+        elif kind is not None or outcome is not None:
+            self.refusals[kind or "error"] += 1
 
     async def ask(self, request: LLMRequest, run: Run) -> LLMResponse:
         """One LLM call toward the run's next experiment, recorded and shown; LLMError passes through.

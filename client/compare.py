@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import statistics
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,7 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
         wall_s=round(wall, 2),
         llm_calls=result.llm_calls,
         experiments=len(rows),
+        refusals=result.refusals,
     )
     return {
         "mode": mode,
@@ -148,6 +150,14 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         calls = sum(t["llm_calls"] for t in mine)
         exps = sum(t["experiments"] for t in mine)
         means["llm_calls_per_experiment"] = round(calls / exps, 3) if exps else None
+        # Sampling models differ from run to run: every seed's best and the spread, not just the mean.
+        means["best_metric_per_seed"] = [t["best_metric"] for t in mine]
+        means["best_metric_sd"] = round(statistics.stdev(bests), 4) if len(bests) > 1 else None
+        refusals: Counter[str] = Counter()
+        for t in mine:
+            refusals.update(t.get("refusals", {}))
+        means["refusals"] = dict(sorted(refusals.items()))
+        means["refused_share_of_calls"] = round(sum(refusals.values()) / calls, 3) if calls else None
         if not any(t.get("cacheable_calls") for t in mine):
             means["cache_weighted_note"] = (
                 "equals full: the fixed prefix is below the provider's minimum cacheable length, "

@@ -133,11 +133,14 @@ class StatefulAgent(Agent):
                     stop = ("llm-done", response.text.strip()[:300])
                     break
                 self.failures += 1
+                self.refused(kind="no_tool_call")
                 nudge = NUDGE if run.used > 0 else NO_EXPERIMENT_YET
                 self.turns.append(Turn(assistant=assistant, user=Message(role="user", text=nudge)))
                 continue
             self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
-        return await finish(self.rc, self.run_id, "stateful", stop, self.calls, self.transcript)
+        return await finish(
+            self.rc, self.run_id, "stateful", stop, self.calls, self.transcript, self.refusals
+        )
 
     async def _run_tools(self, assistant: Message, calls: list[ToolCall], names: set[str]) -> Turn:
         profile = self.config.task.agent
@@ -152,12 +155,16 @@ class StatefulAgent(Agent):
                 text, is_error = "not run: the edit before it in this reply was refused", True
             elif call.parse_error is not None:
                 text, is_error = f"invalid arguments: {call.parse_error}", True
+                self.refused(kind="invalid_arguments")
             elif call.name not in names:
                 text, is_error = f"unknown tool {call.name!r}; use one of {sorted(names)}", True
+                self.refused(kind="unknown_tool")
             else:
                 fixed = profile.fixed_arguments.get(call.name, {})
                 outcome = await self.rc.call(call.name, {**call.arguments, **fixed, "run_id": self.run_id})
                 text, is_error = result_text(call.name, outcome), not outcome.ok
+                if not outcome.ok:
+                    self.refused(outcome)
                 if outcome.refusal is not None and outcome.refusal.kind == "exact_repeat":
                     params = call.arguments.get("params")
                     sent = params if isinstance(params, dict) else {}

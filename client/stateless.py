@@ -84,7 +84,9 @@ class StatelessAgent(Agent):
                 stop = await self._code_step(response.text)
             else:
                 stop = await self._hpo_step(response.text)
-        return await finish(self.rc, self.run_id, "stateless", stop, self.calls, self.transcript)
+        return await finish(
+            self.rc, self.run_id, "stateless", stop, self.calls, self.transcript, self.refusals
+        )
 
     async def _hpo_step(self, text: str) -> tuple[StopReason, str] | None:
         params = parse_json_object(text)
@@ -92,12 +94,14 @@ class StatelessAgent(Agent):
             if "DONE" in text and self.experiments:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
+            self.refused(kind="unparsed_reply")
             return None
         if isinstance(params.get("params"), dict):
             params = params["params"]
         outcome = await self.rc.call("run_experiment", {"params": params, "run_id": self.run_id})
         if not outcome.ok:
             self.failures += 1
+            self.refused(outcome)
             return None
         experiment = outcome.as_model(ExperimentResult).experiment
         self.experiments.append(experiment)
@@ -110,6 +114,7 @@ class StatelessAgent(Agent):
             if "DONE" in text and len(self.versions) > 1:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
+            self.refused(kind="unparsed_reply")
             return None
         iteration = len(self.versions)
         changed = await self.rc.call(
@@ -118,10 +123,12 @@ class StatelessAgent(Agent):
         )
         if not changed.ok:
             self.failures += 1
+            self.refused(changed)
             return None
         outcome = await self.rc.call("run_benchmark", {"run_id": self.run_id})
         if not outcome.ok:
             self.failures += 1
+            self.refused(outcome)
             return None
         exp = outcome.as_model(ExperimentResult).experiment
         metrics = exp.metrics

@@ -321,6 +321,9 @@ async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_r
     assert any("exact repeat of experiment" in e for e in errors)  # it copied the best
     assert any("params" in e and "exact repeat" not in e for e in errors)  # it sent flat params
     assert len(errors) >= 3 and result.llm_calls >= 6 + len(errors) - 1
+    # Each refused call is counted by its kind (what results.json reports per mode).
+    assert result.refusals.get("exact_repeat", 0) >= 1 and result.refusals.get("invalid_params", 0) >= 1
+    assert sum(result.refusals.values()) == len(errors)
 
 
 @pytest.mark.asyncio
@@ -332,3 +335,4 @@ async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_
     assert result.stop_reason == "budget" and result.experiments == 4
     rejected = [e for e in _error_results(result.transcript) if "edit rejected" in e]
     assert rejected and "train.py unchanged" in rejected[0]
+    assert result.refusals.get("rejected_edit", 0) == len(rejected)
