@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autoresearch_mcp.client.check import AgentResult
+from autoresearch_mcp.client.connect import connect
 from autoresearch_mcp.client.llm.base import LLMError
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, check_agent_args, run_session
@@ -121,6 +122,7 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
         "mode": mode,
         "seed": seed,
         "run_id": result.run_id,
+        "from_run": run.from_run,
         "stop_reason": result.stop_reason,
         "token_budget": budget_record(result),
         "per_iteration": rows,
@@ -206,6 +208,18 @@ def crossover(runs: list[dict[str, Any]]) -> int | None:
     return first
 
 
+async def latest_run(args: argparse.Namespace) -> str:
+    """The newest run of the task on the server compare uses (--server-url, or DIR/runs.db)."""
+    async with connect(server_url=args.server_url, token=args.token, db=args.db, data=args.data) as rc:
+        runs = [run for run in await rc.runs() if run.task == args.task]
+    if not runs:
+        where = args.server_url or args.db
+        raise ResearchError(
+            f"--from-run latest: no {args.task} run on {where} to start from", kind="unknown_run"
+        )
+    return runs[0].id
+
+
 async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress) -> dict[str, Any]:
     out: Path = args.out
     if not args.server_url:
@@ -215,6 +229,9 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         # Share the cores between the modes' trainings: XGBoost thread teams that outnumber the cores
         # spin-wait for each other, and every experiment runs several times slower.
         args.hpo_threads = max(1, (os.cpu_count() or 1) // len(modes))
+    if args.from_run == "latest":
+        # Once, before this compare adds runs: every run of it starts from the same earlier run.
+        args.from_run = await latest_run(args)
     task_bar = progress.add_task("compare", total=len(seeds) * len(modes))
     runs = []
     for seed in seeds:
@@ -258,6 +275,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         else f"{args.window} messages",
         "iterations": args.iterations,
         "token_budget": args.token_budget,
+        "from_run": args.from_run,
         "seeds": seeds,
         "parallel": args.parallel,
         "hpo_threads": args.hpo_threads,

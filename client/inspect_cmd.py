@@ -171,7 +171,8 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
         print(f"no runs{' with status ' + args.status if args.status else ''} in {where}")
         return 0
     shown = runs[: args.limit] if args.limit > 0 else runs
-    rows = [["run", "task", "status", "used", "best", "created", "name"]]
+    chained = any(run.from_run for run in shown)  # the "from" column only where a run started from one
+    rows = [["run", "task", "status", "used", "best", "created", *(["from"] if chained else []), "name"]]
     for run in shown:
         best = f"{fmt(run.best.metric)} (#{run.best.iteration})" if run.best else "-"
         rows.append(
@@ -182,6 +183,7 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
                 f"{run.used}/{run.budget}",
                 best,
                 when(run.created_at),
+                *([run.from_run or "-"] if chained else []),
                 run.name or "",
             ]
         )
@@ -226,6 +228,8 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     print(f"metric {run.metric_name} ({arrow(run)}) · created {when(run.created_at)}")
     if run.finish_reason:
         print(f"finished {when(run.finished_at)}: {run.finish_reason}")
+    if run.from_run:
+        print(f"started from run {run.from_run} (see the From line of the summary)")
     print()
     print(summary.summary)
     print()

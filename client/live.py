@@ -65,7 +65,12 @@ class LiveView:
         if run.best is not None:
             self.best = (run.best.metric, run.best.iteration)
         self._now("waiting for the model")
-        self._line(f"run {run.id} ({run.task}, {self.mode}, {self.llm}): {run.used}/{run.budget} used")
+        line = f"run {run.id} ({run.task}, {self.mode}, {self.llm}): {run.used}/{run.budget} used"
+        if run.from_run:
+            line += f", started from {run.from_run}"
+            if run.best is not None and run.best.iteration == 1:
+                line += f" (its best re-measured as #1: {run.metric_name}={run.best.metric:.4f})"
+        self._line(line)
 
     def __call__(self, event: dict[str, Any]) -> None:
         """An LLM call ended (the agent's progress callback)."""
@@ -123,6 +128,10 @@ class LiveView:
         table = Table(title=Text(f"autoresearch-mcp · {self.mode} · {self.llm}"), show_header=False)
         if self.run is not None:
             table.add_row("run", Text(f"{self.run.id} ({self.run.task})"))
+            if self.run.from_run:
+                table.add_row("from", Text(self.run.from_run))
+            if self.run.from_run:
+                table.add_row("from", Text(self.run.from_run))
             table.add_row("budget", Text(f"{self.used}/{self.run.budget} used"))
             name = self.run.metric_name
             table.add_row("best", Text(f"{name} {self.best[0]:.4f} (#{self.best[1]})" if self.best else "-"))
@@ -162,6 +171,8 @@ def result_lines(result: AgentResult, args: argparse.Namespace) -> list[str]:
     run = result.run
     status = run.status if run else "stopped"
     lines = [f"{result.mode} run {result.run_id} {status}: {result.detail}"]
+    if run is not None and run.from_run:
+        lines.append(f"started from {run.from_run}")
     if run is not None and run.best is not None:
         lines.append(
             f"best {run.metric_name} {run.best.metric:.4f} at #{run.best.iteration}"
@@ -191,6 +202,8 @@ def final_panel(view: LiveView, result: AgentResult) -> Table:
     table = Table(title=Text(f"autoresearch-mcp · {view.mode} · {view.llm}"), show_header=False)
     if run is not None:
         table.add_row("run", Text(f"{run.id} ({run.task})"))
+        if run.from_run:
+            table.add_row("from", Text(run.from_run))
         table.add_row("status", Text(run.status))
         table.add_row("budget", Text(f"{run.used}/{run.budget} used"))
         best = f"{run.metric_name} {run.best.metric:.4f} (#{run.best.iteration})" if run.best else "-"

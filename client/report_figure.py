@@ -85,6 +85,11 @@ def write_table(results: dict[str, Any], path: Path) -> None:
             f" {per_b[0]:,.0f} / {per_b[-1]:,.0f} | |" + (" | |" if same_budget else "")
         )
     lines.append("")
+    if results.get("from_run"):
+        lines.append(
+            f"Every run started from {results['from_run']} (--from-run): its best was re-measured as each"
+            " run's experiment #1."
+        )
     if s.get("ratio_note"):
         lines.append(s["ratio_note"][0].upper() + s["ratio_note"][1:] + ".")
     for mode in ("stateless", "stateful"):

@@ -46,6 +46,10 @@ def check_agent_args(args: argparse.Namespace) -> None:
     """Refuse flag combinations that would be ignored or fail later, before any run starts."""
     if (problem := temperature_problem(args.llm, args.temperature)) is not None:
         raise ResearchError(problem)
+    if getattr(args, "run_id", None) and args.from_run:
+        raise ResearchError(
+            "--run-id resumes a run and --from-run starts a new one from an earlier run: give one of them"
+        )
     if args.hpo_threads is not None and args.server_url:
         raise ResearchError(
             "--hpo-threads configures a server this command spawns; with --server-url, start that server"
@@ -192,6 +196,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="stateful window: 'auto' (default: messages since the last experiment) or N messages (paper: 20)",
     )
     parser.add_argument("--max-failures", type=int, default=5, help="stop after this many failures in a row")
+    parser.add_argument(
+        "--from-run",
+        metavar="ID|latest",
+        help="start from an earlier run of the task (its id, or latest): its best is re-measured as"
+        " experiment #1 (one unit of budget) and the summary shows its best, notes and failed approaches",
+    )
     parser.add_argument("--server-url", help="use a running HTTP server instead of spawning one over stdio")
     parser.add_argument(
         "--hpo-threads",
@@ -307,18 +317,19 @@ async def run_session(
                 description = task.description
             else:
                 task = await known_task(rc, args.task)
-                started = await rc.typed(
-                    "start_run",
-                    {
-                        "task": args.task,
-                        "budget": args.iterations,
-                        "target": args.target,
-                        "seed": seed,
-                        "name": name or run_name(args, mode),
-                        **({"reeval_seeds": args.reeval_seeds} if getattr(args, "reeval_seeds", 0) else {}),
-                    },
-                    StartedRun,
-                )
+                arguments = {
+                    "task": args.task,
+                    "budget": args.iterations,
+                    "target": args.target,
+                    "seed": seed,
+                    "name": name or run_name(args, mode),
+                }
+                # Only when asked: a server from before these arguments still starts runs.
+                if args.from_run:
+                    arguments["from_run"] = args.from_run
+                if getattr(args, "reeval_seeds", 0):
+                    arguments["reeval_seeds"] = args.reeval_seeds
+                started = await rc.typed("start_run", arguments, StartedRun)
                 run = await rc.run(started.run_id)
                 description = started.task_description
             if isinstance(progress, LiveView):

@@ -46,18 +46,22 @@ class StatelessAgent(Agent):
 
     async def run(self) -> AgentResult:
         code_task = self.config.task.kind == "code"
+        # A run resumed, or started from an earlier run (whose best the server re-measured as #1), has
+        # experiments already: the history this baseline keeps starts with them.
+        earlier = await self.rc.history(self.run_id)
         if code_task:
-            original = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
+            current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
+            headline, block = "original", "Not timed yet: the first benchmark times it as the baseline."
+            if earlier:
+                last = earlier[-1]
+                repeats = int(last.metrics["repeats"]) if "repeats" in last.metrics else None
+                headline, block = benchmark_text(last.status, last.metrics, last.error_tail, repeats)
             self.versions.append(
-                CodeVersion(
-                    iteration=0,
-                    code=original.source or "",
-                    headline="original",
-                    benchmark="Not timed yet: the first benchmark times it as the baseline.",
-                )
+                CodeVersion(iteration=0, code=current.source or "", headline=headline, benchmark=block)
             )
         else:
             self.params_schema = self.config.task.params_schema
+            self.experiments = list(earlier)
         stop: tuple[StopReason, str] | None = None
         while True:
             run = await self.rc.run(self.run_id)

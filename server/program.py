@@ -64,7 +64,9 @@ def render_program(task: Task, run_id: str | None = None) -> str:
         start = (
             f'First call start_run(task="{task.name}") (optionally with budget and target) and note the '
             "run_id it returns. Pass that run_id on every later call (the server may hold other runs at "
-            "the same time)."
+            "the same time). To continue where an earlier run of this task left off, pass "
+            'from_run (its run_id, or "latest"): its best is re-measured as your experiment #1 and the '
+            "summary shows its notes."
         )
     if params_task:
         lines = task.params_help().splitlines()

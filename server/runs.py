@@ -92,13 +92,20 @@ class RunService:
         seed: int,
         name: str | None,
         reeval_seeds: int = 0,
+        from_run: str | None = None,
     ) -> tuple[Run, str]:
+        """Start a run. With `from_run` (a run id, or "latest": the newest run of the same task), the new
+        run remembers that run: its summary shows the earlier best, notes and failed approaches, and
+        the earlier best is measured again here as experiment #1 (one unit of budget): on the earlier
+        best's train.py, with its params. Its result is a new measurement, never a copy."""
         check_text(name, "the run name")
         if target is not None and not math.isfinite(target):
             raise ResearchError(f"target must be a finite number, got {target!r}")
         if not 0 <= reeval_seeds <= MAX_REEVAL_SEEDS:
             raise ResearchError(f"reeval_seeds must be 0 to {MAX_REEVAL_SEEDS}, got {reeval_seeds!r}")
         spec = self.task(task)
+        earlier = None if from_run is None else self._earlier_run(task, from_run)
+        start = None if earlier is None else self._earlier_start(spec, earlier)
         config: dict[str, Any] = {
             "metric": spec.metric,
             "direction": spec.direction,
@@ -114,9 +121,69 @@ class RunService:
             name=name,
             config=config,
             initial_source=spec.initial_artifact(),
+            from_run=None if earlier is None else earlier.id,
         )
         self.events.run_started(run)
-        return run, self.summary(run.id)
+        if earlier is not None and start is not None:
+            self._remeasure(run, earlier, *start)
+        return self.store.get_run(run.id), self.summary(run.id)
+
+    def _earlier_run(self, task: str, from_run: str) -> Run:
+        """The run a new run starts from: an id, or "latest" (the newest run of the same task)."""
+        if from_run == "latest":
+            runs = [run for run in self.store.list_runs() if run.task == task]
+            if not runs:
+                raise ResearchError(
+                    f'from_run="latest": there is no earlier {task} run to start from; start without from_run',
+                    kind="unknown_run",
+                )
+            return runs[0]
+        earlier = self.store.get_run(from_run)  # unknown -> unknown_run
+        if earlier.task != task:
+            raise ResearchError(
+                f"from_run {from_run} is a {earlier.task} run: a {task} run can only start from a {task} "
+                'run (pass one of those, or from_run="latest")',
+                kind="bad_argument",
+            )
+        return earlier
+
+    def _earlier_start(self, spec: Task, earlier: Run) -> tuple[dict[str, Any], str] | None:
+        """The earlier best's params and train.py, checked before anything is created (None when the
+        earlier run has no best): a best this server would now refuse is refused here, up front."""
+        best = earlier.best
+        if best is None:
+            return None
+        try:
+            params = spec.params_model.model_validate(best.params).model_dump()
+        except ValidationError as exc:
+            raise ResearchError(
+                f"the best of {earlier.id} (#{best.iteration}) no longer fits {spec.name}'s params: "
+                + _params_error(exc, spec),
+                kind="invalid_params",
+            ) from None
+        source = self.store.artifacts.get(earlier.id, best.artifact_version).source
+        problems = spec.check_artifact(source)
+        if problems:
+            raise ResearchError(
+                f"the train.py of {earlier.id}'s best (v{best.artifact_version}) no longer passes the "
+                "guardrails:\n- " + "\n- ".join(problems),
+                kind="rejected_edit",
+            )
+        return params, source
+
+    def _remeasure(self, run: Run, earlier: Run, params: dict[str, Any], source: str) -> None:
+        """Experiment #1 of a run started from `earlier`: its best, on its train.py, measured again."""
+        best = earlier.best
+        assert best is not None
+        if source != self.store.artifacts.get(run.id).source:
+            self.store.artifacts.add(
+                run.id,
+                source,
+                f"train.py of {earlier.id}'s best (its v{best.artifact_version}, #{best.iteration})",
+                expected_parent=1,
+            )
+        note = f"re-measure of {earlier.id}#{best.iteration} best"
+        self.run_experiment(run.id, params, note, tool=self.task(run.task).experiment_tool)
 
     def list_runs(self, status: RunStatus | None = None) -> list[Run]:
         """Every run, newest first, as a model may see them: no absolute paths in their options (runs

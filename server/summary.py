@@ -114,6 +114,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
+    lines.extend(earlier_run_lines(store, run, task))
     counts = store.status_counts(run.id)
     refused = store.events.counts(run.id).get("refusal", 0)
     tally = [f"{status} {counts[status]}" for status in STATUS_ORDER if counts.get(status)]
@@ -127,3 +128,40 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     if tally:
         lines.append("Counts: " + ", ".join(tally))
     return "\n".join(lines)
+
+
+EARLIER_LINE_CHARS = 300
+
+
+def earlier_run_lines(store: Store, run: Run, task: Task) -> list[str]:
+    """A run started from an earlier one (start_run's from_run): that run's best (metric, where, its
+    params), what it measured here as #1, and its latest notes; at most three lines of capped length,
+    whatever the length of either run."""
+    if run.from_run is None:
+        return []
+    earlier = store.get_run(run.from_run)
+    head = f"From {earlier.id} ({earlier.status}, {earlier.used}/{earlier.budget} used): "
+    best = store.best_experiment(earlier.id, earlier.direction)
+    if best is None or best.metric is None:
+        lines = [head + "no successful experiment there, nothing re-measured"]
+    else:
+        where = f"its #{best.iteration}" + ("" if best.params else f", train.py v{best.artifact_version}")
+        again = store.experiment_at(run.id, 1)
+        if again is None:
+            measured = ""
+        elif again.status == "ok" and again.metric is not None:
+            measured = f"; re-measured here as #1: {again.metric:.4f}"
+        else:
+            measured = f"; re-measured here as #1: {again.status}"
+        params = ""
+        if best.params:
+            ours = store.best_experiment(run.id, run.direction)
+            same = ours is not None and ours.params == best.params
+            shown = task.format_params(_in_schema_order(best.params, task))
+            params = "; params as Best here" if same else f"; params {shown}"
+        lines = [head + f"best {task.metric}={best.metric:.4f} ({where}){measured}{params}"]
+    for kind, label in (("strategy", "Earlier strategy"), ("failed", "Earlier failed")):
+        notes = store.notes.list(earlier.id, kind, last=LAST_NOTES)
+        if notes:
+            lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
+    return [_clip(line, EARLIER_LINE_CHARS) for line in lines]

@@ -60,6 +60,9 @@ class Run(BaseModel):
     finished_at: str | None = None
     finish_reason: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
+    from_run: str | None = Field(
+        default=None, description="the earlier run this one started from (start_run's from_run)"
+    )
 
 
 class Note(BaseModel):
@@ -123,6 +126,9 @@ class StartedRun(BaseModel):
     metric: str
     experiment_tool: Literal["run_experiment", "run_benchmark"] = Field(
         description="the tool that evaluates this task's train.py"
+    )
+    from_run: str | None = Field(
+        default=None, description="the earlier run it started from; its best was re-measured as #1"
     )
 
 

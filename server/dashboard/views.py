@@ -24,6 +24,7 @@ class RunRow(BaseModel):
     used: int
     budget: int
     created_at: str
+    from_run: str | None = Field(default=None, description="the run it started from (start_run's from_run)")
     stamp: str = Field(
         description="changes whenever anything the run's page shows changes: the page polls it"
     )
@@ -119,6 +120,7 @@ def run_rows(store: Store, transcripts: Path) -> list[RunRow]:
             used=run.used,
             budget=run.budget,
             created_at=run.created_at,
+            from_run=run.from_run,
             stamp=_stamp(store, run, transcripts),
         )
         for run in store.list_runs()

@@ -81,14 +81,15 @@ class Store:
         name: str | None,
         config: dict[str, Any],
         initial_source: str,
+        from_run: str | None = None,
     ) -> Run:
         run_id = "r-" + uuid.uuid4().hex[:10]
         stamp = now()
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO runs (id, name, task, status, budget, target, seed, config_json, created_at,"
-                " updated_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
-                (run_id, name, task, budget, target, seed, canonical_json(config), stamp, stamp),
+                " updated_at, from_run) VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, name, task, budget, target, seed, canonical_json(config), stamp, stamp, from_run),
             )
             self.artifacts.insert(conn, run_id, 1, initial_source, "original", None)
         return self.get_run(run_id)
@@ -167,6 +168,7 @@ class Store:
             finished_at=row["finished_at"],
             finish_reason=row["finish_reason"],
             config=config,
+            from_run=row["from_run"],
         )
 
     # -- experiments -------------------------------------------------------------------------
@@ -341,6 +343,14 @@ class Store:
         if row is None:
             raise ResearchError(f"unknown experiment {exp_id}", kind="bad_argument")
         return _experiment_from_row(row)
+
+    def experiment_at(self, run_id: str, iteration: int) -> Experiment | None:
+        row = (
+            self.db.reader()
+            .execute("SELECT * FROM experiments WHERE run_id = ? AND iteration = ?", (run_id, iteration))
+            .fetchone()
+        )
+        return None if row is None else _experiment_from_row(row)
 
     def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:
         """The run's best: the latest experiment that became the best (see complete_experiment)."""

@@ -181,6 +181,28 @@ migration(
 )
 
 
+# Memory across runs: the run a run started from (start_run's from_run), shown by v_runs too.
+migration(
+    "006_runs_from_run",
+    """
+    ALTER TABLE runs ADD COLUMN from_run TEXT REFERENCES runs(id);
+    DROP VIEW v_runs;
+    CREATE VIEW v_runs AS
+    SELECT r.id AS run_id, r.name AS name, r.task AS task, r.status AS status, r.budget AS budget,
+        (SELECT count(e.id) FROM experiments e WHERE e.run_id = r.id) AS used,
+        r.target AS target, r.seed AS seed,
+        json_extract(r.config_json, '$.metric') AS metric_name,
+        json_extract(r.config_json, '$.direction') AS direction,
+        (SELECT CASE json_extract(r.config_json, '$.direction') WHEN 'min' THEN min(e.metric)
+                ELSE max(e.metric) END
+         FROM experiments e WHERE e.run_id = r.id AND e.status = 'ok') AS best_metric,
+        r.config_json AS config, r.created_at AS created_at, r.updated_at AS updated_at,
+        r.finished_at AS finished_at, r.finish_reason AS finish_reason, r.from_run AS from_run
+    FROM runs r;
+    """,
+)
+
+
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply the migrations this database has not seen yet; return their names."""
     conn.execute(

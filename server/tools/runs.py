@@ -2,11 +2,12 @@
 
 from typing import Annotated, Literal
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from autoresearch_mcp.contract.models import Note, RunList, RunStatus, StartedRun, SummaryText
+from autoresearch_mcp.contract.models import Note, Run, RunList, RunStatus, StartedRun, SummaryText
 from autoresearch_mcp.server.reeval import MAX_REEVAL_SEEDS
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.registry import task_names
@@ -17,6 +18,7 @@ from autoresearch_mcp.server.tools.common import (
     RunId,
     RunResolver,
     refusals,
+    with_progress,
 )
 
 
@@ -26,7 +28,7 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
 
     @mcp.tool(annotations=ADDITIVE)
     @refusals
-    def start_run(
+    async def start_run(
         ctx: Context,
         task: Annotated[TaskName, Field(description="which task to run")],
         budget: Annotated[
@@ -56,10 +58,33 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
                 "keep it only if the mean beats the best's; 0 = off",
             ),
         ] = 0,
+        from_run: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=64,
+                description='an earlier run of the same task to continue from (its id, or "latest"): its '
+                "best is measured again as this run's experiment #1 (one unit of budget), and the summary "
+                "shows its best, strategy notes and failed approaches",
+            ),
+        ] = None,
     ) -> StartedRun:
         """Start an autonomous run on a task and return its run_id: pass that run_id to every later call
-        (the server may hold other runs at the same time)."""
-        run, summary = service.start_run(task, budget, target, seed, name, reeval_seeds)
+        (the server may hold other runs at the same time).
+
+        With from_run, the run starts where an earlier run of the task left off: before this returns, the
+        earlier best (its params, on its train.py) is re-measured as experiment #1, which costs one unit
+        of this run's budget; the summary carries the earlier best, notes and failed approaches."""
+
+        def start() -> tuple[Run, str]:
+            return service.start_run(
+                task, budget, target, seed, name, reeval_seeds=reeval_seeds, from_run=from_run
+            )
+
+        # With from_run, an experiment runs before this returns: progress keeps the host waiting.
+        run, summary = await (
+            with_progress(ctx, "re-measure", start) if from_run else anyio.to_thread.run_sync(start)
+        )
         run_for.remember(ctx, run.id)
         spec = service.task(task)
         return StartedRun(
@@ -68,6 +93,7 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
             task_description=spec.describe(),
             metric=spec.metric,
             experiment_tool=spec.experiment_tool,
+            from_run=run.from_run,
         )
 
     @mcp.tool(annotations=READ_ONLY)

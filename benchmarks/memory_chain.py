@@ -1,0 +1,282 @@
+"""Memory across runs: does a run started from an earlier one (`run --from-run`) pick up where it left off?
+
+Per seed s, four runs of the real agent against a spawned stdio server (the client API, as `compare`
+drives it), all on one database:
+
+- first:   N iterations, seed s;
+- chained: N iterations, seed s+OFFSET, started from `first` (start_run's from_run: `first`'s best is
+           re-measured as its experiment #1, its summary carries `first`'s best, notes and failures);
+- single:  2N iterations, seed s (the same work as the pair, in one run);
+- cold:    N iterations, seed s+OFFSET, started from nothing (the second run without memory).
+
+The second runs take another seed so that `cold` is a second, independent run (with seed s it would
+repeat `first` step for step) and `chained` cannot replay `first`'s draws. With the scripted double and
+one training thread everything is deterministic (the double's proposals depend only on its seed and the
+summary's Best line), so `single`'s first N experiments are `first`'s.
+
+    python benchmarks/memory_chain.py --llm scripted --data ../shared/data/covtype_20k.csv.gz \
+        --hpo-threads 1 --seeds 42,123,456 --budget 15
+
+A local model instead (opt-in; any OpenAI-compatible endpoint):
+
+    python benchmarks/memory_chain.py --llm openai --base-url http://127.0.0.1:8080/v1 \
+        --tool-choice run_experiment --llm-timeout 600 --data ../shared/data/covtype_20k.csv.gz \
+        --hpo-threads 1 --seeds 42,123,456 --budget 15 --out benchmarks/memory_chain_local
+
+Writes OUT.md and OUT.json (default benchmarks/memory_chain.*); the runs' database and transcripts go to
+a temporary directory unless --db is given.
+"""
+
+import argparse
+import asyncio
+import json
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from autoresearch_mcp.client.check import AgentResult
+from autoresearch_mcp.client.run_cmd import add_agent_arguments, check_agent_args, run_session
+from autoresearch_mcp.contract.transcript import load_transcript, totals
+
+TOLERANCE = 0.002  # the chained pair should reach the single long run's best within this much
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_agent_arguments(parser)  # --task, --llm, --budget, --data, --db, --hpo-threads, ... as `run` has them
+    parser.add_argument("--seeds", default="42,123,456", help="comma-separated seeds")
+    parser.add_argument("--second-seed-offset", type=int, default=1, help="the second runs' seed is s + this")
+    parser.add_argument(
+        "--out", type=Path, default=Path("benchmarks/memory_chain"), help="writes OUT.md, OUT.json"
+    )
+    parser.add_argument(
+        "--render-only", action="store_true", help="run nothing: write OUT.md again from OUT.json's runs"
+    )
+    args = parser.parse_args(argv)
+    args.run_id = None
+    return args
+
+
+async def one_run(
+    args: argparse.Namespace, work: Path, label: str, seed: int, budget: int, from_run: str | None
+) -> dict[str, Any]:
+    run_args = argparse.Namespace(**{**vars(args), "iterations": budget, "from_run": from_run})
+    transcript = work / "transcripts" / f"{label}-{seed}.jsonl"
+    started = time.monotonic()
+    result: AgentResult = await run_session(
+        run_args, mode="stateful", seed=seed, transcript=transcript, name=f"memory-chain {label} seed {seed}"
+    )
+    run = result.run
+    assert run is not None
+    first = result.history[0] if result.history else None
+    spent = totals(load_transcript(transcript))
+    record = {
+        "label": label,
+        "seed": seed,
+        "budget": budget,
+        "run_id": run.id,
+        "from_run": run.from_run,
+        "experiments": run.used,
+        "best": None if run.best is None else round(run.best.metric, 4),
+        "best_iteration": None if run.best is None else run.best.iteration,
+        "first_experiment": None
+        if first is None
+        else {"metric": first.metric, "note": first.note, "params": first.params},
+        "context_tokens": spent.context,
+        "full_tokens": spent.full,
+        "llm_calls": spent.calls,
+        "stop_reason": result.stop_reason,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    print(
+        f"{label} seed {seed}: {run.id} best {record['best']} at #{record['best_iteration']}"
+        f" ({run.used}/{budget}, {record['wall_s']} s)",
+        flush=True,
+    )
+    return record
+
+
+async def chain(args: argparse.Namespace, work: Path, seed: int) -> dict[str, Any]:
+    n, second = args.iterations, seed + args.second_seed_offset
+    first = await one_run(args, work, "first", seed, n, None)
+    chained = await one_run(args, work, "chained", second, n, first["run_id"])
+    single = await one_run(args, work, "single", seed, 2 * n, None)
+    cold = await one_run(args, work, "cold", second, n, None)
+    remeasure = chained["first_experiment"] or {}
+    pair = max(v for v in (first["best"], chained["best"]) if v is not None)
+    return {
+        "seed": seed,
+        "second_seed": second,
+        "runs": [first, chained, single, cold],
+        "first_best": first["best"],
+        "remeasured": remeasure.get("metric"),
+        "chained_best": chained["best"],
+        "pair_best": pair,
+        "single_best": single["best"],
+        "cold_best": cold["best"],
+    }
+
+
+def mean(values: list[float | None]) -> float | None:
+    numbers = [v for v in values if v is not None]
+    return round(statistics.fmean(numbers), 4) if numbers else None
+
+
+def summarise(seeds: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("first_best", "remeasured", "chained_best", "pair_best", "single_best", "cold_best")
+    means = {key: mean([s[key] for s in seeds]) for key in keys}
+    gaps = [s["chained_best"] - s["single_best"] for s in seeds]
+    tokens = {
+        label: mean([r["context_tokens"] for s in seeds for r in s["runs"] if r["label"] == label])
+        for label in ("first", "chained", "single", "cold")
+    }
+    return {
+        "means": means,
+        "chained_minus_single_per_seed": [round(g, 4) for g in gaps],
+        "chained_minus_single_sd": round(statistics.stdev(gaps), 4) if len(gaps) > 1 else None,
+        "chained_within_tolerance_of_single": means["single_best"] - means["chained_best"] <= TOLERANCE,
+        "chained_beats_cold": means["chained_best"] > means["cold_best"],
+        "mean_context_tokens": tokens,
+    }
+
+
+def fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    s, n = results["summary"], results["iterations"]
+    m = s["means"]
+    lines = [
+        "# Memory across runs: two chained runs against one long run and a cold second run",
+        "",
+        f"Task {results['task']}, LLM: {results['llm']}, seeds {', '.join(map(str, results['seeds']))}"
+        f" (second runs: seed + {results['second_seed_offset']}), {n} iterations per run"
+        f" ({2 * n} for the single run), {results['hpo_threads'] or 'all'} training thread(s),"
+        f" data {results['data']}. Written by `benchmarks/memory_chain.py`.",
+        "",
+        "```",
+        results["command"],
+        "```",
+        "",
+        f"- **first**: {n} iterations, seed s. **chained**: {n} iterations, seed s+1, `--from-run` first:"
+        " its experiment #1 re-measures first's best (one unit of its budget), its summary carries first's"
+        " best, notes and failed approaches.",
+        f"- **single**: one run of {2 * n} iterations, seed s. **cold**: {n} iterations, seed s+1, no memory.",
+        "- The pair's best is the chained run's best (first's best, re-measured, is one of its"
+        " experiments); `max(first, chained)` is shown beside it.",
+        "",
+        "| seed | first | re-measured as chained #1 | chained | max(first, chained) | single "
+        f"{2 * n} | cold | chained − single | chained − cold |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for seed in results["per_seed"]:
+        lines.append(
+            f"| {seed['seed']} | {fmt(seed['first_best'])} | {fmt(seed['remeasured'])} |"
+            f" {fmt(seed['chained_best'])} | {fmt(seed['pair_best'])} | {fmt(seed['single_best'])} |"
+            f" {fmt(seed['cold_best'])} | {seed['chained_best'] - seed['single_best']:+.4f} |"
+            f" {seed['chained_best'] - seed['cold_best']:+.4f} |"
+        )
+    lines.append(
+        f"| **mean** | {fmt(m['first_best'])} | {fmt(m['remeasured'])} | {fmt(m['chained_best'])} |"
+        f" {fmt(m['pair_best'])} | {fmt(m['single_best'])} | {fmt(m['cold_best'])} |"
+        f" {m['chained_best'] - m['single_best']:+.4f} | {m['chained_best'] - m['cold_best']:+.4f} |"
+    )
+    tokens = s["mean_context_tokens"]
+    gaps, sd = s["chained_minus_single_per_seed"], s["chained_minus_single_sd"]
+    within = "met" if s["chained_within_tolerance_of_single"] else "missed"
+    beats = "met" if s["chained_beats_cold"] else "missed"
+    lines += [
+        "",
+        f"Targets: the chained pair within {TOLERANCE} macro F1 of the single {2 * n}-iteration run on"
+        f" average: **{within}** ({m['chained_best'] - m['single_best']:+.4f}); the chained second run"
+        f" beats the cold second run on average: **{beats}** ({m['chained_best'] - m['cold_best']:+.4f}).",
+        f"Chained − single per seed ranges from {min(gaps):+.4f} to {max(gaps):+.4f}"
+        + (
+            f" (sd {sd:.4f}): a difference of {TOLERANCE} is well inside the seed-to-seed noise."
+            if sd
+            else "."
+        ),
+        "",
+        f"Mean context tokens per run: first {tokens['first']:,.0f}, chained {tokens['chained']:,.0f},"
+        f" cold {tokens['cold']:,.0f}, single {tokens['single']:,.0f} (the chained run's summary carries"
+        f" the earlier run in a few bounded lines; its re-measure is not an LLM call).",
+        f"Wall-clock: {results['wall_s'] / 60:.1f} min for everything.",
+    ]
+    moved = [
+        f"seed {x['seed']}: {x['first_best']:.4f} → {x['remeasured']:.4f}"
+        for x in results["per_seed"]
+        if x["remeasured"] is not None and abs(x["remeasured"] - x["first_best"]) >= 5e-5
+    ]
+    if moved:
+        lines.append(
+            "The re-measure trains with the second run's seed, so it can differ from the first run's figure"
+            f" ({', '.join(moved)}): a new measurement, not a copy."
+        )
+    lines += [
+        "",
+        "With a local model instead (opt-in, not run here): `python benchmarks/memory_chain.py --llm openai"
+        " --base-url http://127.0.0.1:8080/v1 --tool-choice run_experiment --llm-timeout 600"
+        " --data ../shared/data/covtype_20k.csv.gz --hpo-threads 1 --budget 15 --out"
+        " benchmarks/memory_chain_local`.",
+    ]
+    if results["llm"].startswith("scripted"):
+        lines += [
+            "",
+            "The scripted double is a seeded search, not a language model: it reads only the summary's"
+            " Best line, so the chained run gains from the carried best, not from the notes. Its first"
+            " proposal in every run is the task's defaults, which the chained run spends one more unit on.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    with tempfile.TemporaryDirectory(prefix="memory-chain-") as tmp:
+        work = Path(tmp)
+        if args.db is None:
+            args.db = work / "runs.db"
+        started = time.monotonic()
+        per_seed = [await chain(args, work, seed) for seed in seeds]
+        wall = time.monotonic() - started
+    return {
+        "task": args.task,
+        "llm": args.llm
+        if args.llm != "scripted"
+        else "scripted (deterministic test double, no language model)",
+        "model": args.model,
+        "iterations": args.iterations,
+        "seeds": seeds,
+        "second_seed_offset": args.second_seed_offset,
+        "hpo_threads": args.hpo_threads,
+        "data": Path(args.data).name if args.data else None,
+        "command": "python benchmarks/memory_chain.py " + shlex.join(sys.argv[1:]),
+        "per_seed": per_seed,
+        "summary": summarise(per_seed),
+        "wall_s": round(wall, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    check_agent_args(args)
+    if args.render_only:
+        results = json.loads(args.out.with_suffix(".json").read_text())
+        results["summary"] = summarise(results["per_seed"])
+    else:
+        results = asyncio.run(main_async(args))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(markdown(results))
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""The per-mode, per-seed table of a `compare` results folder made with a real model.
+
+For each run: experiments, LLM calls, refused calls by kind, best metric, every token measure and the
+wall-clock, then each mode's mean and the spread of the best metric over seeds. Everything comes from the
+folder `compare` wrote: results.json, its runs.db and the transcripts.
+
+Refusals by kind come from results.json where `compare` recorded them; folders written before it did get
+them from the run's event log in runs.db (the server's refusals, by their message) and from the
+transcripts (replies the agent could not use: no tool call, or no parsable proposal).
+
+Usage: python benchmarks/real_model_table.py benchmarks/results/hpo-15-qwen2.5-coder-1.5b
+"""
+
+import gzip
+import json
+import sqlite3
+import statistics
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+# A server refusal's message starts with words that name its kind (server/runs.py, server/store/).
+MESSAGE_KINDS = (
+    ("exact repeat", "exact_repeat"),
+    ("invalid params", "invalid_params"),
+    ("edit ", "rejected_edit"),
+    ("no change", "rejected_edit"),
+    ("give exactly one", "bad_argument"),
+    ("This version of train.py is already benchmarked", "exact_repeat"),
+)
+
+
+def _kind(message: str) -> str:
+    return next((kind for start, kind in MESSAGE_KINDS if message.startswith(start)), "other")
+
+
+def _transcript(folder: Path, mode: str, seed: int) -> list[dict[str, Any]]:
+    path = folder / "transcripts" / f"{mode}-{seed}.jsonl.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def derived_refusals(folder: Path, run: dict[str, Any]) -> dict[str, int]:
+    """Refusals of a run whose results.json predates `refusals`: the event log, then the transcript."""
+    conn = sqlite3.connect(folder / "runs.db")
+    try:
+        rows = conn.execute(
+            "SELECT detail FROM events WHERE run_id = ? AND kind = 'refusal'", (run["run_id"],)
+        ).fetchall()
+    finally:
+        conn.close()
+    kinds = Counter(_kind(detail) for (detail,) in rows)
+    calls = _transcript(folder, run["mode"], run["seed"])
+    if run["mode"] == "stateful":
+        kinds["no_tool_call"] += sum(1 for c in calls if not c["response"]["tool_calls"])
+    else:
+        # A stateless reply records an experiment or is refused by the server; the rest had no proposal.
+        unused = len(calls) - run["totals"]["experiments"] - sum(kinds.values())
+        if unused > 0:
+            kinds["unparsed_reply"] += unused
+    return dict(sorted(kinds.items()))
+
+
+def table(folder: Path) -> str:
+    results = json.loads((folder / "results.json").read_text())
+    lines = [
+        f"task {results['task']}, {results['iterations']} iterations, llm {results['llm']}, "
+        f"sampling {json.dumps(results.get('sampling', 'not recorded'))}",
+        "",
+        "| mode | seed | experiments | LLM calls | refused (by kind) | best | context | symmetric | full "
+        "| output | wall-clock s | stop |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_mode: dict[str, list[dict[str, Any]]] = {}
+    for run in results["runs"]:
+        t = run["totals"]
+        refusals = t.get("refusals")
+        if refusals is None:
+            refusals = derived_refusals(folder, run)
+        by_mode.setdefault(run["mode"], []).append({**t, "refusals": refusals})
+        kinds = ", ".join(f"{k} {v}" for k, v in refusals.items()) or "none"
+        best = f"{t['best_metric']:.4f}" if t["best_metric"] is not None else "none"
+        lines.append(
+            f"| {run['mode']} | {run['seed']} | {t['experiments']} | {t['llm_calls']} | "
+            f"{sum(refusals.values())} ({kinds}) | {best} | {t['context_tokens']:,.0f} | "
+            f"{t.get('symmetric_tokens', 0):,.0f} | {t['full_tokens']:,.0f} | {t['output_tokens']:,.0f} | "
+            f"{t['wall_s']:,.0f} | {run['stop_reason']} |"
+        )
+    lines += [
+        "",
+        "| mode | mean best | best per seed (sd) | refused / calls | mean full tokens |",
+        "|---|---|---|---|---|",
+    ]
+    for mode, runs in by_mode.items():
+        bests = [r["best_metric"] for r in runs if r["best_metric"] is not None]
+        calls = sum(r["llm_calls"] for r in runs)
+        refused = sum(sum(r["refusals"].values()) for r in runs)
+        spread = f" (sd {statistics.stdev(bests):.4f})" if len(bests) > 1 else ""
+        mean = f"{statistics.fmean(bests):.4f}" if bests else "none"
+        per_seed = ", ".join(f"{b:.4f}" for b in bests)
+        full = statistics.fmean(r["full_tokens"] for r in runs)
+        lines.append(
+            f"| {mode} | {mean} | {per_seed}{spread} | {refused}/{calls} ({refused / calls:.0%}) | {full:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        print(table(Path(arg)))
+        print()
