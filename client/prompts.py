@@ -14,19 +14,21 @@ NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
-def repeat_hint(tool: str, params: dict[str, object], names: list[str], refusals: int) -> str:
-    """Added to an exact-repeat refusal: a small model that copies the best configuration from the
-    summary needs to be told which value to change (it ignores a general "try different params").
-    The parameter named rotates with each refusal over all of the task's params, those the model did
-    not send first (it copies the ones it sends); capable models never repeat, so never see it."""
+def repeat_hint(tool: str, params: dict[str, object], tried: dict[str, list[object]], refusals: int) -> str:
+    """Added to an exact-repeat refusal: a small model that copies an earlier configuration needs to
+    be told which value to change (it ignores a general "try different params") and which values that
+    param already took (else it picks one of them again). `tried`: every param of the task, in schema
+    order, with the values it took so far. The param named rotates with each refusal over the least
+    varied ones first; capable models never repeat, so never see it."""
     if tool == "run_benchmark":
         return "This version of train.py is already benchmarked: change it with modify_train_py first."
-    choices = [n for n in names if n not in params] + [n for n in names if n in params] or sorted(params)
-    if not choices:
+    names = sorted(tried, key=lambda n: (len(tried[n]), list(tried).index(n))) or sorted(params)
+    if not names:
         return "Set at least one parameter to a value not tried yet."
-    name = choices[refusals % len(choices)]
-    sent = f" (you sent {params[name]!r})" if name in params else ""
-    return f"Change at least one value this time, e.g. {name}{sent}."
+    name = names[refusals % len(names)]
+    sent = f"you sent {params[name]!r}; " if name in params else ""
+    values = ", ".join(repr(v) for v in tried.get(name, [])[:8])
+    return f"Change at least one value this time, e.g. {name} ({sent}tried so far: {values})."
 
 
 def stateful_turn(summary: str, request: str, code: str | None = None) -> str:

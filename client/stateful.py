@@ -9,6 +9,7 @@ benchmarks each accepted edit itself, so the model needs one tool call per reply
 """
 
 import json
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -168,8 +169,8 @@ class StatefulAgent(Agent):
                 if outcome.refusal is not None and outcome.refusal.kind == "exact_repeat":
                     params = call.arguments.get("params")
                     sent = params if isinstance(params, dict) else {}
-                    everything = list(self.config.task.params_schema.get("properties", {}))
-                    text += " " + repeat_hint(call.name, sent, everything, self.repeats)
+                    tried = await self._tried_values()
+                    text += " " + repeat_hint(call.name, sent, tried, self.repeats)
                     self.repeats += 1
                 ended = self._account(call, outcome, turn)
                 edit_refused = edit_refused or (call.name == "modify_train_py" and not outcome.ok)
@@ -186,6 +187,16 @@ class StatefulAgent(Agent):
             self.failures += 1  # one reply, one attempt: its refused calls count as one failure
         turn.user = Message(role="user", tool_results=results)
         return turn
+
+    async def _tried_values(self) -> dict[str, list[Any]]:
+        """Every param of the task (schema order) with the distinct values it took so far, sorted."""
+        names = list(self.config.task.params_schema.get("properties", {}))
+        history = await self.rc.history(self.run_id)
+        tried: dict[str, list[Any]] = {}
+        for name in names:
+            values = {json.dumps(e.params[name]): e.params[name] for e in history if name in e.params}
+            tried[name] = sorted(values.values(), key=lambda v: (str(type(v)), v))
+        return tried
 
     def _account(self, call: ToolCall, outcome: ToolOutcome, turn: Turn) -> bool:
         """Count an experiment the call recorded; whether the run has ended with it."""

@@ -259,21 +259,28 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
 
     first_refusal, second_refusal = tool_texts(bodies[2]), tool_texts(bodies[3])
     assert len(first_refusal) == 1 and first_refusal[0].startswith("ERROR: exact repeat of experiment #1")
-    # It names a parameter the model did not send first (a copying model copies what it sends) ...
-    assert first_refusal[0].endswith("Change at least one value this time, e.g. sleep.")
+    # It names the least varied parameter and the values it took ...
+    assert first_refusal[0].endswith(
+        "Change at least one value this time, e.g. x (you sent 0.1; tried so far: 0.1)."
+    )
     # ... the second refusal replaces the first in the window (same call), and names the next one.
-    assert len(second_refusal) == 1 and second_refusal[0].endswith("e.g. x (you sent 0.1).")
+    assert len(second_refusal) == 1 and second_refusal[0].endswith(
+        "e.g. y (you sent 0.2; tried so far: 0.2)."
+    )
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
 
 
-def test_the_repeat_hint_names_an_unsent_parameter_first_and_for_code_says_to_change_the_code():
+def test_the_repeat_hint_names_the_least_varied_parameter_with_its_values_and_for_code_the_code():
     from autoresearch_mcp.client.prompts import repeat_hint
 
-    assert "modify_train_py" in repeat_hint("run_benchmark", {}, [], 0)
-    assert repeat_hint("run_experiment", {}, [], 4) == "Set at least one parameter to a value not tried yet."
-    names = ["a", "b", "c"]
-    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, names, 0).endswith("e.g. c.")
-    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, names, 2).endswith("e.g. b (you sent 2).")
+    assert "modify_train_py" in repeat_hint("run_benchmark", {}, {}, 0)
+    assert repeat_hint("run_experiment", {}, {}, 4) == "Set at least one parameter to a value not tried yet."
+    tried: dict[str, list[object]] = {"a": [1, 2, 3], "b": [2], "c": [5, 6]}
+    # The least varied first, with the values it took; the next refusal names the next one.
+    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 0).endswith(
+        "e.g. b (you sent 2; tried so far: 2)."
+    )
+    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 1).endswith("e.g. c (tried so far: 5, 6).")
 
 
 @pytest.mark.parametrize(
