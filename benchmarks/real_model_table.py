@@ -8,7 +8,7 @@ Refusals by kind come from results.json where `compare` recorded them; folders w
 them from the run's event log in runs.db (the server's refusals, by their message) and from the
 transcripts (replies the agent could not use: no tool call, or no parsable proposal).
 
-Usage: python benchmarks/real_model_table.py benchmarks/results/hpo-15-qwen2.5-coder-1.5b
+Usage: python benchmarks/real_model_table.py benchmarks/results/hpo-15-qwen2.5-coder-1.5b/seed-*
 """
 
 import gzip
@@ -53,7 +53,9 @@ def derived_refusals(folder: Path, run: dict[str, Any]) -> dict[str, int]:
     kinds = Counter(_kind(detail) for (detail,) in rows)
     calls = _transcript(folder, run["mode"], run["seed"])
     if run["mode"] == "stateful":
-        kinds["no_tool_call"] += sum(1 for c in calls if not c["response"]["tool_calls"])
+        no_call = sum(1 for c in calls if not c["response"]["tool_calls"])
+        if no_call:
+            kinds["no_tool_call"] += no_call
     else:
         # A stateless reply records an experiment or is refused by the server; the rest had no proposal.
         unused = len(calls) - run["totals"]["experiments"] - sum(kinds.values())
@@ -62,18 +64,21 @@ def derived_refusals(folder: Path, run: dict[str, Any]) -> dict[str, int]:
     return dict(sorted(kinds.items()))
 
 
-def table(folder: Path) -> str:
-    results = json.loads((folder / "results.json").read_text())
+def table(folders: list[Path]) -> str:
+    """One table over the runs of every folder (one `compare` per seed keeps each seed's results even
+    when a later one is interrupted), then each mode's summary over all of them."""
+    everything = [(folder, json.loads((folder / "results.json").read_text())) for folder in folders]
+    first = everything[0][1]
     lines = [
-        f"task {results['task']}, {results['iterations']} iterations, llm {results['llm']}, "
-        f"sampling {json.dumps(results.get('sampling', 'not recorded'))}",
+        f"task {first['task']}, {first['iterations']} iterations, llm {first['llm']}, "
+        f"sampling {json.dumps(first.get('sampling', 'not recorded'))}",
         "",
         "| mode | seed | experiments | LLM calls | refused (by kind) | best | context | symmetric | full "
         "| output | wall-clock s | stop |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_mode: dict[str, list[dict[str, Any]]] = {}
-    for run in results["runs"]:
+    for folder, run in ((f, run) for f, results in everything for run in results["runs"]):
         t = run["totals"]
         refusals = t.get("refusals")
         if refusals is None:
@@ -107,6 +112,4 @@ def table(folder: Path) -> str:
 
 
 if __name__ == "__main__":
-    for arg in sys.argv[1:]:
-        print(table(Path(arg)))
-        print()
+    print(table([Path(arg) for arg in sys.argv[1:]]))
