@@ -52,6 +52,7 @@ def test_compare_runs_both_modes_at_once_and_writes_results_a_table_and_a_figure
         "tool_choice": "auto",
         "tool_results_as_text": False,
     }
+    assert results["max_failures"] == 5
     assert [(r["mode"], r["seed"]) for r in results["runs"]] == [("stateless", 42), ("stateful", 42)]
     for run in results["runs"]:
         assert [row["iteration"] for row in run["per_iteration"]] == [1, 2]
