@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from autoresearch_mcp.contract.edits import fence_body
 from autoresearch_mcp.contract.models import Experiment
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
@@ -169,9 +170,4 @@ def parse_code(text: str) -> str | None:
 
 def _fenced_blocks(text: str) -> list[str]:
     """The bodies of ```-fenced blocks, without their language tag."""
-    parts = text.split("```")
-    blocks = []
-    for block in parts[1::2]:
-        first, _, rest = block.partition("\n")
-        blocks.append(rest if first.strip().isalnum() or not first.strip() else block)
-    return blocks
+    return [fence_body(block) for block in text.split("```")[1::2]]

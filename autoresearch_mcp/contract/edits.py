@@ -46,6 +46,10 @@ def unfence(source: str) -> str:
     stripped = source.strip()
     if not stripped.startswith("```") or not stripped.endswith("```") or stripped.count("```") != 2:
         return source
-    body = stripped[3:-3]
-    first, _, rest = body.partition("\n")
-    return (rest if first.strip().isalnum() or not first.strip() else body).strip("\n") + "\n"
+    return fence_body(stripped[3:-3]).strip("\n") + "\n"
+
+
+def fence_body(block: str) -> str:
+    """The text between a pair of ``` fences, without the language tag on the opening line."""
+    first, _, rest = block.partition("\n")
+    return rest if first.strip().isalnum() or not first.strip() else block
