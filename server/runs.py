@@ -445,8 +445,20 @@ class RunService:
             raise self.refuse(
                 run_id, tool, f"run {run_id} is {run.status}; its train.py is frozen", "run_finished"
             )
+        # Grammar-constrained models fill every property of the schema, so one they mean to leave
+        # out arrives empty: an empty file or an empty edit list is "not given", never a change.
+        if source is not None and not source.strip():
+            source = None
+        if edits is not None and not edits:
+            edits = None
         if (source is None) == (edits is None):
-            raise self.refuse(run_id, tool, "give exactly one of `source` (the whole file) or `edits`")
+            raise self.refuse(
+                run_id,
+                tool,
+                "give exactly one of `source` (the whole file) or `edits`, not both"
+                if source is not None
+                else "give `source` (the whole file) or `edits` (search/replace pairs); both were empty",
+            )
         check_text(description, "the description", multiline=True)
         current = self.store.artifacts.get(run_id)
         try:

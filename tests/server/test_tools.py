@@ -116,6 +116,26 @@ async def test_refusals_explain_themselves_cost_no_budget_and_change_nothing_rec
         assert "1/2 used" in summary and "refused 4" in summary and "4 failures in a row" in summary
 
 
+async def test_an_empty_source_or_edit_list_counts_as_not_given_as_grammar_bound_models_send_them(settings):
+    """A grammar-constrained local model fills every property: `"source": ""` beside real edits."""
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 2})
+        edit = {"search": "+ 0.2)", "replace": "+ 0.25)"}
+        version = await call(
+            client, "modify_train_py", {"description": "scale y", "source": "", "edits": [edit]}
+        )
+        assert version["version"] == 2
+        text = await refused(client, "modify_train_py", {"description": "x", "source": " \n", "edits": []})
+        assert "both were empty" in text
+        text = await refused(
+            client,
+            "modify_train_py",
+            {"description": "x", "source": "def score(params):\n    return 0\n", "edits": [edit]},
+        )
+        assert "not both" in text
+        assert (await call(client, "get_current_train_py"))["version"] == 2
+
+
 async def test_finished_and_exhausted_runs_refuse_experiments(settings):
     async with connected(settings) as client:
         first = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 1}))["run_id"]
