@@ -26,6 +26,12 @@ class AgentConfig(BaseModel):
         description="stateful: last N messages kept; None = only those since the last experiment",
     )
     max_tokens: int = 1024
+    code_replies: Literal["tool", "text"] = Field(
+        default="tool",
+        description="stateful, code tasks: the model changes train.py with a modify_train_py call (tool) or "
+        "answers with the whole file in a python block that the agent sends as that call (text): small "
+        "models cannot write code inside a JSON string",
+    )
     token_budget: int | None = Field(
         default=None,
         ge=1,

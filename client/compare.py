@@ -270,6 +270,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
             "tool_choice": args.tool_choice,
             "tool_results_as_text": args.tool_results_as_text,
         },
+        "code_replies": args.code_replies,
         "max_failures": args.max_failures,
         "window": "auto (messages since the last experiment)"
         if args.window is None

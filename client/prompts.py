@@ -4,6 +4,7 @@ then one line per earlier HPO experiment or every earlier version of the code in
 for the next proposal)."""
 
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel
@@ -12,6 +13,10 @@ from autoresearch_mcp.contract.edits import fence_body
 from autoresearch_mcp.contract.models import Experiment
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
+TEXT_NUDGE = (
+    "Reply with one line saying what you change, then the whole new train.py in one ```python block; "
+    "or REVERT v<N>; or DONE: <reason>."
+)
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
@@ -149,6 +154,21 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+def parse_revert(text: str) -> int | None:
+    """`REVERT v3` (or `REVERT: 3`) in a text reply: the version to go back to."""
+    match = re.search(r"\bREVERT\b\W*v?(\d+)", text)
+    return int(match.group(1)) if match else None
+
+
+def describe_reply(text: str, limit: int = 200) -> str:
+    """The first line of a text reply outside its code block: what the model says the change does."""
+    for line in text.split("```")[0].splitlines():
+        line = line.strip().strip("*#`").strip()
+        if line and not line.upper().startswith("CODE:"):
+            return line[:limit]
+    return "a new version (the reply said nothing about it)"
 
 
 def parse_code(text: str) -> str | None:

@@ -158,6 +158,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="openai: send tool results as user text, for servers whose chat template drops tool messages",
     )
     parser.add_argument(
+        "--code-replies",
+        choices=("tool", "text"),
+        default="tool",
+        help="stateful, code tasks: the model edits train.py with a modify_train_py call (tool), or "
+        "answers with the whole file in a python block that the agent sends as that call (text: for "
+        "small local models, which cannot write code inside a JSON string)",
+    )
+    parser.add_argument(
         "--temperature",
         type=temperature_arg,
         help="openai: sampling temperature, 0 to 2 (default: the server's)",
@@ -343,6 +351,7 @@ async def run_session(
                 max_failures=args.max_failures,
                 window=args.window,
                 max_tokens=args.max_tokens,
+                code_replies=args.code_replies,
                 token_budget=args.token_budget,
             )
             recorder = Transcript(run.id, mode, llm=llm, path=transcript)

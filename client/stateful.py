@@ -26,6 +26,10 @@ from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, Tool
 from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
+    TEXT_NUDGE,
+    describe_reply,
+    parse_code,
+    parse_revert,
     repeat_hint,
     stateful_turn,
 )
@@ -99,8 +103,10 @@ class StatefulAgent(Agent):
     async def run(self) -> AgentResult:
         self.turns, self.repeats = [], 0
         task = self.config.task
-        tools = agent_tools(await self.rc.tools(), task)
+        text_mode = task.kind == "code" and self.config.code_replies == "text"
+        tools = [] if text_mode else agent_tools(await self.rc.tools(), task)
         names = {tool.name for tool in tools}
+        system = (task.agent.text_system_prompt or task.agent.system_prompt) if text_mode else None
         stop: tuple[StopReason, str] | None = None
         while True:
             run = await self.rc.run(self.run_id)
@@ -114,7 +120,7 @@ class StatefulAgent(Agent):
             for turn in window:
                 messages += [turn.assistant, turn.user]
             request = LLMRequest(
-                system=task.agent.system_prompt,
+                system=system or task.agent.system_prompt,
                 tools=tools,
                 messages=messages,
                 max_tokens=self.config.max_tokens,
@@ -128,6 +134,13 @@ class StatefulAgent(Agent):
                 stop = exc.stop
                 break
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
+            if text_mode:
+                outcome = await self._text_step(assistant, run.used)
+                if isinstance(outcome, Turn):
+                    self.turns.append(outcome)
+                    continue
+                stop = outcome
+                break
             if not response.tool_calls:
                 # A DONE before any experiment ran is a misfire (small models do this), not a decision.
                 if "DONE" in response.text and run.used > 0:
@@ -186,6 +199,43 @@ class StatefulAgent(Agent):
         if failed and not turn.recorded_experiment:
             self.failures += 1  # one reply, one attempt: its refused calls count as one failure
         turn.user = Message(role="user", tool_results=results)
+        return turn
+
+    async def _text_step(self, assistant: Message, used: int) -> "Turn | tuple[StopReason, str]":
+        """A code task answered in text: the whole file in a python block (sent as modify_train_py's
+        source, unchanged, then benchmarked), `REVERT v<N>`, or DONE. The model's words become the
+        version's description."""
+        text = assistant.text
+        turn = Turn(assistant=assistant, user=Message(role="user"))
+        code, version = parse_code(text), parse_revert(text)
+        if code is None and version is None:
+            if "DONE" in text and used > 0:
+                return ("llm-done", text.strip()[:300])
+            self.failures += 1
+            self.refused(kind="unparsed_reply")
+            turn.user.text = TEXT_NUDGE
+            return turn
+        if code is None:
+            outcome = await self.rc.call("revert_train_py", {"version": version, "run_id": self.run_id})
+            turn.user.text = result_text("revert_train_py", outcome)
+            if not outcome.ok:
+                self.failures += 1
+                self.refused(outcome)
+            return turn
+        arguments = {"description": describe_reply(text), "source": code, "run_id": self.run_id}
+        changed = await self.rc.call("modify_train_py", arguments)
+        turn.user.text = result_text("modify_train_py", changed)
+        if not changed.ok:
+            self.failures += 1
+            self.refused(changed)
+            return turn
+        measured = await self.rc.call("run_benchmark", {"run_id": self.run_id})
+        turn.user.text += "; benchmarked: " + result_text("run_benchmark", measured)
+        bench = ToolCall(id="text-bench", name="run_benchmark", arguments={})
+        if not measured.ok:
+            self.failures += 1
+            self.refused(measured)
+        self._account(bench, measured, turn)
         return turn
 
     async def _tried_values(self) -> dict[str, list[Any]]:

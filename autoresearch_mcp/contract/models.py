@@ -236,6 +236,11 @@ class AgentProfile(BaseModel):
         "model makes one tool call per reply",
     )
     turn: str = Field(default="Next experiment?", description="the request that ends each turn's message")
+    text_system_prompt: str | None = Field(
+        default=None,
+        description="code tasks: the system prompt when the model answers in text (the whole file in a "
+        "python block, REVERT v<N> or DONE) rather than with tool calls",
+    )
 
 
 class TaskInfo(BaseModel):

@@ -11,6 +11,7 @@ import pytest
 from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.transcript import load_transcript
+from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from conftest import TESTS_DIR
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
 
@@ -209,6 +210,54 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, ser
         assert records[1]["request"]["messages"][0]["text"].endswith(
             "Reply with CODE: and the complete function."
         )
+
+
+@pytest.mark.asyncio
+async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_can_revert(
+    tmp_path: Path, server_env: None
+):
+    """--code-replies text: small models cannot write code inside a JSON string, so they answer with the
+    whole file in a python block; the agent sends it unchanged as modify_train_py's source, benchmarks
+    it, and shows the result; REVERT v<N> and a reply with no code are handled too."""
+    faster, fastest = rewrites.source_after(1), rewrites.source_after(2)
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(f"Copy the records with dict().\n```python\n{faster}```"),
+            chat_completion("I would make it faster."),
+            chat_completion("REVERT v1"),
+            chat_completion(f"**Two fixes at once**\n```python\n{fastest}```\nDone."),
+        )
+        args = args_for(
+            tmp_path,
+            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
+        )
+        result = await run_session(args, mode="stateful", seed=42)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 4
+    assert result.refusals == {"unparsed_reply": 1}
+    assert all("tools" not in body and "tool_choice" not in body for body in bodies)
+    assert "```python block" in bodies[0]["messages"][0]["content"]  # the text protocol's system prompt
+    second = bodies[1]["messages"][1]["content"]
+    assert "(#1, train.py v2)" in second and "train.py (current)" in second  # its benchmark, new code
+    third = [m["content"] for m in bodies[2]["messages"]]
+    assert third[-2] == "I would make it faster." and "whole new train.py" in third[-1]
+    fourth = [m["content"] for m in bodies[3]["messages"]]
+    assert fourth[-1].startswith("train.py is now v3")  # the revert
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    try:
+        versions = conn.execute(
+            "SELECT version, description, source FROM artifacts ORDER BY version"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert [v[1] for v in versions[1:]] == [
+        "Copy the records with dict().",
+        "revert to v1",
+        "Two fixes at once",
+    ]
+    assert versions[1][2] == faster and versions[3][2] == fastest  # sent as written
+    assert [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok", "ok"]
 
 
 @pytest.mark.parametrize("value", ["3", "-0.1", "warm"])

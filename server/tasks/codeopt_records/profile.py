@@ -1,7 +1,9 @@
 """How an agent works on codeopt-records: the stateful agent's system prompt and tools, one step's words.
 
 One tool call per reply (servers that force a tool choice allow no more): the model edits, the agent
-benchmarks each accepted edit itself and shows the result.
+benchmarks each accepted edit itself and shows the result. A model that cannot write code inside a JSON
+string (small local ones break off at the first quote) answers in text instead: the whole file in a
+python block, which the agent sends as modify_train_py's source.
 """
 
 from autoresearch_mcp.contract.models import AgentProfile
@@ -25,4 +27,12 @@ PROFILE = AgentProfile(
     ),
     benchmark_after_edit=True,
     turn="Next?",
+    text_system_prompt=(
+        "You make the Python function in train.py faster autonomously; its output must stay identical. "
+        "Each turn shows the run's summary and the current train.py. Reply with one line saying what "
+        "you change and why, then the whole new train.py in one ```python block. Each new version is "
+        "benchmarked at once: correctness on fresh inputs, then the speedup against the original. If a "
+        "version was wrong or slower, reply REVERT v<N> to go back to version N. When no idea is left, "
+        "reply DONE: <reason>."
+    ),
 )
