@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from autoresearch_mcp.contract.edits import fence_body
 from autoresearch_mcp.contract.models import Experiment
+from autoresearch_mcp.contract.variety import least_varied_first
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 TEXT_NUDGE = (
@@ -28,13 +29,26 @@ def repeat_hint(tool: str, params: dict[str, object], tried: dict[str, list[obje
     varied ones first; capable models never repeat, so never see it."""
     if tool == "run_benchmark":
         return "This version of train.py is already benchmarked: change it with modify_train_py first."
-    names = sorted(tried, key=lambda n: (len(tried[n]), list(tried).index(n))) or sorted(params)
+    names = least_varied_first({n: len(values) for n, values in tried.items()}) or sorted(params)
     if not names:
         return "Set at least one parameter to a value not tried yet."
     name = names[refusals % len(names)]
     sent = f"you sent {params[name]!r}; " if name in params else ""
     values = ", ".join(repr(v) for v in tried.get(name, [])[:8])
     return f"Change at least one value this time, e.g. {name} ({sent}tried so far: {values})."
+
+
+LEAST_VARIED = "<least varied>"
+
+
+def turn_request(request: str, tried: dict[str, list[object]]) -> str:
+    """The profile's request with `<least varied>` replaced by the param that took the fewest distinct
+    values so far. Measured with Qwen2.5-Coder-1.5B on first proposals after a new best: a request
+    naming one param in a reply template (`e.g. {"gamma": <a value not tried>}`) drew exact repeats 4
+    times in 15, the same summary ending in "Next?" 8 in 15."""
+    if LEAST_VARIED not in request or not tried:
+        return request
+    return request.replace(LEAST_VARIED, least_varied_first({n: len(v) for n, v in tried.items()})[0])
 
 
 def stateful_turn(summary: str, request: str, code: str | None = None) -> str:
@@ -157,8 +171,8 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
 
 
 def parse_revert(text: str) -> int | None:
-    """`REVERT v3` (or `REVERT: 3`) in a text reply: the version to go back to."""
-    match = re.search(r"\bREVERT\b\W*v?(\d+)", text)
+    """`REVERT v3` (or `Revert to v3`, `revert: 3`) in a text reply: the version to go back to."""
+    match = re.search(r"\brevert\b\W*(?:to\W*)?(?:version\W*)?v?(\d+)", text, re.IGNORECASE)
     return int(match.group(1)) if match else None
 
 

@@ -20,7 +20,11 @@ def _mean_series(results: dict[str, Any], mode: str, key: str) -> list[float]:
     if not series:
         return []
     length = min(len(s) for s in series)
-    return [statistics.fmean(v for v in (s[i] for s in series) if v is not None) for i in range(length)]
+    means = []
+    for i in range(length):
+        values = [s[i] for s in series if s[i] is not None]
+        means.append(statistics.fmean(values) if values else float("nan"))  # nan: a gap in the line
+    return means
 
 
 def _fmt(value: Any, digits: int = 0) -> str:

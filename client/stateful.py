@@ -24,6 +24,7 @@ from autoresearch_mcp.client.check import (
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.prompts import (
+    LEAST_VARIED,
     NO_EXPERIMENT_YET,
     NUDGE,
     TEXT_NUDGE,
@@ -32,8 +33,10 @@ from autoresearch_mcp.client.prompts import (
     parse_revert,
     repeat_hint,
     stateful_turn,
+    turn_request,
 )
 from autoresearch_mcp.client.tools import agent_tools
+from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
@@ -44,6 +47,7 @@ class Turn(BaseModel):
     assistant: Message
     user: Message
     recorded_experiment: bool = False
+    refused: bool = False  # a reply that recorded nothing and changed nothing (text replies, nudges)
 
 
 def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
@@ -56,9 +60,8 @@ def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
 
 
 def _calls_key(turn: Turn) -> str:
-    return json.dumps(
-        [(c.name, c.arguments, c.parse_error) for c in turn.assistant.tool_calls], sort_keys=True
-    )
+    calls = [(c.name, c.arguments, c.parse_error) for c in turn.assistant.tool_calls]
+    return json.dumps([turn.assistant.text if not calls else "", calls], sort_keys=True)
 
 
 def _without_repeated_refusals(window: list[Turn]) -> list[Turn]:
@@ -66,10 +69,14 @@ def _without_repeated_refusals(window: list[Turn]) -> list[Turn]:
     call taught a small model to send it yet again (Qwen2.5-Coder-1.5B did so five times in a row), and
     each copy cost tokens while saying nothing new."""
     refused = [
-        bool(t.assistant.tool_calls and t.user.tool_results) and all(r.is_error for r in t.user.tool_results)
+        t.refused
+        or (
+            bool(t.assistant.tool_calls and t.user.tool_results)
+            and all(r.is_error for r in t.user.tool_results)
+        )
         for t in window
     ]
-    latest = {_calls_key(t): i for i, t in enumerate(window) if t.assistant.tool_calls}
+    latest = {_calls_key(t): i for i, t in enumerate(window)}
     return [t for i, t in enumerate(window) if not refused[i] or latest[_calls_key(t)] == i]
 
 
@@ -83,7 +90,7 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
         metric = f" {exp.metric:.4f}" if exp.metric is not None else ""
         line = f"#{exp.iteration} {exp.status}{metric}" + (" NEW BEST" if result.is_new_best else "")
         if exp.status != "ok" and exp.error_tail and exp.error_tail.strip():
-            line += f": {exp.error_tail.strip().splitlines()[0][:200]}"
+            line += f": {error_headline(exp.error_tail)[:200]}"
         if best:
             line += f"; best {best.metric:.4f} (#{best.iteration})"
         return line + f"; budget left {result.budget_left}"
@@ -116,7 +123,10 @@ class StatefulAgent(Agent):
             window = select_window(self.turns, self.config.window)
             summary = await self.rc.summary(self.run_id)
             code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
-            messages = [Message(role="user", text=stateful_turn(summary, task.agent.turn, code))]
+            request_text = task.agent.turn
+            if LEAST_VARIED in request_text:
+                request_text = turn_request(request_text, await self._tried_values())
+            messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
             for turn in window:
                 messages += [turn.assistant, turn.user]
             request = LLMRequest(
@@ -149,7 +159,9 @@ class StatefulAgent(Agent):
                 self.failures += 1
                 self.refused(kind="no_tool_call")
                 nudge = NUDGE if run.used > 0 else NO_EXPERIMENT_YET
-                self.turns.append(Turn(assistant=assistant, user=Message(role="user", text=nudge)))
+                self.turns.append(
+                    Turn(assistant=assistant, user=Message(role="user", text=nudge), refused=True)
+                )
                 continue
             self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
         return await finish(
@@ -213,7 +225,7 @@ class StatefulAgent(Agent):
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             self.refused(kind="unparsed_reply")
-            turn.user.text = TEXT_NUDGE
+            turn.user.text, turn.refused = TEXT_NUDGE, True
             return turn
         if code is None:
             outcome = await self.rc.call("revert_train_py", {"version": version, "run_id": self.run_id})
@@ -221,6 +233,7 @@ class StatefulAgent(Agent):
             if not outcome.ok:
                 self.failures += 1
                 self.refused(outcome)
+                turn.refused = True
             return turn
         arguments = {"description": describe_reply(text), "source": code, "run_id": self.run_id}
         changed = await self.rc.call("modify_train_py", arguments)
@@ -228,6 +241,7 @@ class StatefulAgent(Agent):
         if not changed.ok:
             self.failures += 1
             self.refused(changed)
+            turn.refused = True
             return turn
         measured = await self.rc.call("run_benchmark", {"run_id": self.run_id})
         turn.user.text += "; benchmarked: " + result_text("run_benchmark", measured)

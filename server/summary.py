@@ -8,7 +8,9 @@ the store and is reachable with get_experiment_history.
 
 from typing import Any
 
+from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, Run
+from autoresearch_mcp.contract.variety import least_varied_first
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
@@ -58,7 +60,7 @@ def experiment_line(
             f"v{exp.artifact_version}" + (f" {_clip(description, DESCRIPTION_CHARS)}" if description else "")
         )
     if exp.status not in ("ok", "running") and exp.error_tail and exp.error_tail.strip():
-        parts.append("error: " + _clip(exp.error_tail.strip().splitlines()[0], ERROR_CHARS))
+        parts.append("error: " + _clip(error_headline(exp.error_tail), ERROR_CHARS))
     return _clip(" ".join(parts), 240)
 
 
@@ -72,7 +74,7 @@ def least_varied(store: Store, run_id: str, task: Task) -> str:
     needs a name to change and the values not to send again."""
     names = list(task.params_model.model_fields)
     counts = store.distinct_values(run_id, names)
-    name = min(names, key=lambda n: (counts[n], names.index(n)))
+    name = least_varied_first({n: counts[n] for n in names})[0]
     values = store.values_of(run_id, name)
     if len(values) > TRIED_SHOWN:
         return f"{name} ({len(values)} values tried)"

@@ -69,3 +69,14 @@ class RepeatError(RefusedError):
     def __init__(self, message: str, earlier: Any) -> None:
         super().__init__(message, kind="exact_repeat", detail={"iteration": earlier.iteration})
         self.earlier = earlier
+
+
+def error_headline(tail: str) -> str:
+    """The line of an error tail that says what went wrong: the first, joined with the next when the
+    first only introduces it (`process_records raised an exception:` says nothing by itself)."""
+    lines = [line.strip() for line in tail.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[-1] if lines[1].startswith('Traceback') else lines[1]}"
+    return lines[0]
