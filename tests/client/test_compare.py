@@ -12,7 +12,7 @@ import pytest
 from autoresearch_mcp.cli import main
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.compare import crossover, run_record, summarise
-from autoresearch_mcp.client.report_figure import write_table
+from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.contract.models import Run
 
 ROW_FIELDS = {
@@ -229,3 +229,15 @@ def test_the_best_so_far_follows_the_servers_kept_flags_and_the_table_shows_its_
         "Best metric of each run with its 95% interval: stateful seed 42: 2.2 [2.05, 2.31]."
         in (tmp_path / "table.md").read_text()
     )
+
+
+def test_the_figure_is_drawn_when_no_experiment_of_a_mode_scored(tmp_path: Path):
+    """Every version crashed (a small model's first rewrites do): the best-so-far line has gaps."""
+    runs = [_run("stateless", [100, 120]), _run("stateful", [50, 55])]
+    for run in runs:
+        for row in run["per_iteration"]:
+            row["best_metric"] = None if run["mode"] == "stateful" else 1.5
+    results = {"task": "codeopt-records", "iterations": 2, "seeds": [42], "llm": "scripted", "window": "auto",
+               "runs": runs, "summary": summarise(runs)}  # fmt: skip
+    write_figure(results, tmp_path / "figure.png")
+    assert (tmp_path / "figure.png").stat().st_size > 10_000

@@ -3,6 +3,7 @@
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import Message, ToolCall, ToolResult
 from autoresearch_mcp.client.stateful import Turn, result_text, select_window
+from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import BestResult, Experiment, ExperimentResult
 
 
@@ -119,3 +120,27 @@ def test_a_refused_call_that_later_succeeded_is_shown_only_as_the_success():
         user=Message(role="user", tool_results=[ToolResult(tool_call_id="b", content="#3 ok 0.71")]),
     )
     assert select_window([refusal, success], None) == [success]
+
+
+def test_a_text_reply_refused_again_and_again_shows_once_at_its_latest_place():
+    def text_turn(text: str, refused: bool) -> Turn:
+        return Turn(
+            assistant=Message(role="assistant", text=text),
+            user=Message(role="user", text="nudge" if refused else "train.py is now v3"),
+            refused=refused,
+        )
+
+    same = [text_turn("Revert it, I think", refused=True) for _ in range(3)]
+    other = text_turn("Another idea", refused=True)
+    kept = text_turn("Revert it, I think", refused=False)  # not refused: never dropped
+    turns = [same[0], other, same[1], kept, same[2]]
+    assert select_window(turns, None) == [other, kept, same[2]]
+
+
+def test_an_error_line_names_the_exception_not_only_its_introduction():
+    assert error_headline("process_records raised an exception:\nKeyError: 'id'") == (
+        "process_records raised an exception: KeyError: 'id'"
+    )
+    traceback = "failed:\nTraceback (most recent call last):\n  File 'x', line 1\nValueError: bad"
+    assert error_headline(traceback) == "failed: ValueError: bad"
+    assert error_headline("timeout\nlong tail") == "timeout" and error_headline("  \n") == ""
