@@ -29,9 +29,8 @@ def profile(params: type[BaseModel]) -> AgentProfile:
             "You tune XGBoost hyperparameters, one experiment per reply. Each turn shows the run's "
             "summary: the best configuration in full, and how recent experiments differed from it. "
             "Reply with one run_experiment call whose params hold only what you change from the best "
-            "(the rest keep the best's values): a new value for the least varied param, and other "
-            "changes if you like. Never resend a configuration already tried. First experiment: the "
-            f"defaults, params {{}}. Ranges (default): {search_space(params)}. When no idea is left, "
+            "(the rest keep the best's values; at first, the defaults'). Never resend a configuration "
+            f"already tried. Ranges (default): {search_space(params)}. When no idea is left, "
             "reply DONE: <reason>."
         ),
         tools=["run_experiment"],
