@@ -345,7 +345,7 @@ async def run_session(
                 max_tokens=args.max_tokens,
                 token_budget=args.token_budget,
             )
-            recorder = Transcript(run.id, mode, llm=llm, path=transcript)
+            recorder = Transcript(run.id, mode, llm=llm, path=transcript, token_budget=config.token_budget)
             if mode == "stateful":
                 agent: StatefulAgent | StatelessAgent = StatefulAgent(rc, recorder, run.id, config, progress)
             else:
