@@ -53,12 +53,6 @@ class TokenBudgetStop(Exception):
         self.stop: tuple[StopReason, str] = ("token-budget", detail)
 
 
-def budget_share(spent: int, budget: int) -> str:
-    """How close a run came to its token budget: `8,123 / 10,000 budget (81%)` (rounded down, so a run
-    short of its budget never reads 100%)."""
-    return f"{spent:,} / {budget:,} budget ({spent * 100 // budget}%)"
-
-
 class AgentResult(BaseModel):
     run_id: str
     mode: Literal["stateful", "stateless"]

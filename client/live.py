@@ -19,11 +19,11 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from autoresearch_mcp.client.check import AgentResult, budget_share
+from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.contract.env import default_db_path
 from autoresearch_mcp.contract.models import ExperimentResult, Run
-from autoresearch_mcp.contract.transcript import load_transcript, totals
+from autoresearch_mcp.contract.transcript import budget_share, load_transcript, totals
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 PROG = "autoresearch-mcp"

@@ -115,7 +115,15 @@ class TokenMeter:
 class Transcript:
     """Appends one JSON line per LLM call: `<data dir>/transcripts/<run_id>-<mode>.jsonl` by default."""
 
-    def __init__(self, run_id: str, mode: str, *, llm: LLM, path: Path | str | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        mode: str,
+        *,
+        llm: LLM,
+        path: Path | str | None = None,
+        token_budget: int | None = None,
+    ) -> None:
         if path is None:
             path = transcripts_dir() / f"{run_id}-{mode}.jsonl"
         self.path = Path(path)
@@ -126,6 +134,8 @@ class Transcript:
         self.meter = TokenMeter(llm)
         self.calls = 0
         self.full_tokens = 0  # over this object's calls: what a token budget is held against
+        # On every line, so that whoever reads the transcript (the dashboard) knows the cap too.
+        self.token_budget = token_budget
 
     def record(
         self, *, iteration: int, request: LLMRequest, response: LLMResponse, latency_s: float
@@ -149,6 +159,7 @@ class Transcript:
             "latency_s": round(latency_s, 4),
             "tokens": tokens.model_dump(),
             "provider_usage": response.usage.model_dump() if response.usage is not None else None,
+            "token_budget": self.token_budget,
         }
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -354,7 +354,7 @@ async def run_session(
                 code_replies=args.code_replies,
                 token_budget=args.token_budget,
             )
-            recorder = Transcript(run.id, mode, llm=llm, path=transcript)
+            recorder = Transcript(run.id, mode, llm=llm, path=transcript, token_budget=config.token_budget)
             if mode == "stateful":
                 agent: StatefulAgent | StatelessAgent = StatefulAgent(rc, recorder, run.id, config, progress)
             else:

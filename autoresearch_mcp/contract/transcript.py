@@ -1,14 +1,18 @@
 """The transcript format: one JSON line per LLM call, written by the client's meter, read by compare,
 the dashboard and the report. Each line holds `ts`, `run_id`, `mode`, `iteration` (the experiment the
 call works toward), `call`, `llm`, `scripted`, `request`, `response`, `latency_s`, `tokens` (`fixed`,
-`system`, `messages`, `output`, `context`, `symmetric`, `full`, `cache_weighted`, `cacheable`) and `provider_usage`."""
+`system`, `messages`, `output`, `context`, `symmetric`, `full`, `cache_weighted`, `cacheable`),
+`provider_usage` and `token_budget` (the full tokens the client held the calls of its session to,
+`--token-budget`; null without one, absent from transcripts written before it). A session is one client
+command: its calls are numbered from 1, so a resumed run (`run --run-id`) starts a new session, and its
+budget counts only the calls made since."""
 
 import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 def load_transcript(path: Path | str) -> list[dict[str, Any]]:
@@ -25,6 +29,34 @@ def load_transcript(path: Path | str) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def budget_share(spent: int, budget: int) -> str:
+    """How close a run came to its token budget: `8,123 / 10,000 budget (81%)` (rounded down, so a run
+    short of its budget never reads 100%). The client's live panel and the dashboard both say it so."""
+    return f"{spent:,} / {budget:,} budget ({spent * 100 // budget}%)"
+
+
+class BudgetUse(BaseModel):
+    """A transcript's token budget and the full tokens spent against it."""
+
+    budget: int
+    spent: int = Field(description="full tokens of the calls the budget was held against")
+
+
+def budget_use(records: list[dict[str, Any]]) -> BudgetUse | None:
+    """The budget of the latest session (where `call` starts again from 1) in one run's records, and
+    what that session's calls spent; None when the session had no budget or predates the field."""
+    start = 0
+    for i in range(1, len(records)):
+        if records[i].get("call", 0) <= records[i - 1].get("call", 0):
+            start = i
+    session = records[start:]
+    budget = session[-1].get("token_budget") if session else None
+    if budget is None:
+        return None
+    spent = sum(r["tokens"]["full"] for r in session)
+    return BudgetUse(budget=budget, spent=spent)
 
 
 class TokenTotals(BaseModel):

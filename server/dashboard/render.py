@@ -13,6 +13,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from autoresearch_mcp import __version__
+from autoresearch_mcp.contract.transcript import budget_share
 from autoresearch_mcp.server.dashboard.charts import metric_svg, tokens_svg
 from autoresearch_mcp.server.dashboard.views import RunDetail, VersionDiff, run_detail, version_diff
 from autoresearch_mcp.server.store import Store
@@ -76,7 +77,7 @@ def make_environment() -> Environment:
         int=fmt_int,
         better=fmt_better,
     )
-    env.globals["version"] = __version__
+    env.globals.update(version=__version__, budget_share=budget_share)
     return env
 
 

@@ -8,7 +8,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from autoresearch_mcp.contract.models import Experiment, ExperimentStatus, Note, Run, RunStatus, line_count
-from autoresearch_mcp.contract.transcript import TokenTotals, load_transcript, totals_by_iteration
+from autoresearch_mcp.contract.transcript import (
+    TokenTotals,
+    budget_use,
+    load_transcript,
+    totals_by_iteration,
+)
 from autoresearch_mcp.server.store import Store
 
 
@@ -59,6 +64,16 @@ class TokenUse(BaseModel):
     file: str
     per_iteration: list[TokenRow]
     total: TokenTotals
+    token_budget: int | None = Field(
+        default=None,
+        description="the full tokens the client held its calls to (--token-budget), as its transcript says; "
+        "None without one, or in a transcript written before the client recorded it",
+    )
+    budget_spent: int | None = Field(
+        default=None,
+        description="the full tokens spent against the budget: the latest session's calls (with --run-id, "
+        "those since the resume), so less than total.full after a resume",
+    )
 
 
 class RunDetail(BaseModel):
@@ -155,7 +170,17 @@ def token_use(transcripts: Path, run_id: str) -> list[TokenUse]:
         for record in records:
             total.add(record)
         mode = path.stem.removeprefix(f"{run_id}-")
-        uses.append(TokenUse(mode=mode, file=path.name, per_iteration=per_iteration, total=total))
+        budget = budget_use(records)
+        uses.append(
+            TokenUse(
+                mode=mode,
+                file=path.name,
+                per_iteration=per_iteration,
+                total=total,
+                token_budget=budget.budget if budget else None,
+                budget_spent=budget.spent if budget else None,
+            )
+        )
     return uses
 
 

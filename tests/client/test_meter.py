@@ -125,8 +125,9 @@ def test_a_two_call_run_is_written_to_jsonl_with_the_cache_weighted_prefix_after
     r1 = records[0]
     assert set(r1) == {
         "ts", "run_id", "mode", "iteration", "call", "llm", "scripted", "request", "response",
-        "latency_s", "tokens", "provider_usage",
+        "latency_s", "tokens", "provider_usage", "token_budget",
     }  # fmt: skip
+    assert r1["token_budget"] is None  # no --token-budget: the line says so
     assert (r1["run_id"], r1["mode"], r1["llm"], r1["scripted"]) == ("run1", "stateful", "scripted", True)
     assert r1["request"]["system"] == system and r1["response"]["tool_calls"][0]["name"] == "run_experiment"
     assert r1["tokens"] == first.model_dump() and r1["provider_usage"] is None

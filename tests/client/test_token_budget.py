@@ -93,6 +93,18 @@ async def test_ask_makes_the_call_that_fits_exactly_and_refuses_the_one_that_cou
     assert f"{spent:,} of {budget:,} spent" in detail and f"up to {request.max_tokens} back" in detail
 
 
+def test_every_transcript_line_carries_the_token_budget_and_null_when_there_is_none(tmp_path: Path):
+    request = LLMRequest(system="Maximise the score.", messages=[Message(role="user", text="Go")])
+    reply = LLMResponse(text="x = 0.3", tool_calls=[], stop_reason="end_turn", usage=None, model="echo")
+    for name, budget in [("capped", 5_000), ("uncapped", None)]:
+        transcript = Transcript(
+            "r-1", "stateful", llm=_Echo(), path=tmp_path / f"{name}.jsonl", token_budget=budget
+        )
+        for iteration in (1, 2):
+            transcript.record(iteration=iteration, request=request, response=reply, latency_s=0.1)
+        assert [r["token_budget"] for r in load_transcript(transcript.path)] == [budget, budget]
+
+
 def test_a_token_budget_below_one_is_refused_by_the_config():
     with pytest.raises(ValueError, match="token_budget"):
         AgentConfig(task=make_task("toy-quadratic", {}).info(), iterations=5, token_budget=0)
@@ -120,6 +132,8 @@ async def test_a_run_stops_before_the_call_that_could_exceed_its_token_budget_an
     spent = sum(r["tokens"]["full"] for r in records)
     assert result.stop_reason == "token-budget" and result.token_budget == BUDGET
     assert spent == result.full_tokens <= BUDGET
+    # The budget travels in the transcript, the only place the dashboard can learn it from.
+    assert [r["token_budget"] for r in records] == [BUDGET] * len(records)
     assert 1 <= result.experiments < 6 and result.llm_calls == len(records)
     # Every call was measured before it was made; the last one measured was never sent, and it could have
     # taken the run past its budget.

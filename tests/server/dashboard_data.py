@@ -79,8 +79,10 @@ def record(store: Store, run_id: str, iteration: int, rng: random.Random, versio
     )
 
 
-def write_transcript(path: Path, run_id: str, iterations: int) -> None:
-    transcript = Transcript(run_id, "stateful", llm=scripted_llm("hpo-covertype"), path=path)
+def write_transcript(path: Path, run_id: str, iterations: int, token_budget: int | None = None) -> None:
+    """One client session's calls, one per iteration; each line carries `token_budget`."""
+    llm = scripted_llm("hpo-covertype")
+    transcript = Transcript(run_id, "stateful", llm=llm, path=path, token_budget=token_budget)
     for i in range(1, iterations + 1):
         request = LLMRequest(
             system="You tune a model autonomously.",

@@ -1,17 +1,18 @@
 """The dashboard's routes, its token cookie, and the report file, against a realistic run in a real SQLite file."""
 
+import json
 import random
 import re
 from pathlib import Path
 
 import pytest
-from dashboard_data import make_run, record
+from dashboard_data import make_run, record, write_transcript
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
 from autoresearch_mcp.cli import main
-from autoresearch_mcp.contract.transcript import load_transcript, totals_by_iteration
+from autoresearch_mcp.contract.transcript import load_transcript, totals, totals_by_iteration
 from autoresearch_mcp.server.dashboard import dashboard_app, render_report
 from autoresearch_mcp.server.dashboard.app import COOKIE
 from autoresearch_mcp.server.dashboard.views import best_so_far, run_detail
@@ -98,6 +99,50 @@ def test_the_run_fragment_holds_the_chart_the_experiment_table_and_the_token_tab
     assert '<div class="chart" id="metric-chart"><svg' in html
     assert '<div class="chart" id="tokens-chart"><svg' in html
     assert "Depth above 11 crashes" in html
+
+
+def test_a_transcript_written_with_a_token_budget_shows_the_full_tokens_against_it_on_the_page_and_the_report(
+    run,
+):
+    store, transcripts, run_id = run
+    path = transcripts / f"{run_id}-stateful.jsonl"
+    spent = totals(load_transcript(path)).full
+    path.unlink()
+    write_transcript(path, run_id, 20, token_budget=4 * spent)  # the same calls, under a budget
+    client = client_for(run)
+    [use] = client.get(f"/api/runs/{run_id}").json()["tokens"]
+    assert (use["token_budget"], use["budget_spent"]) == (4 * spent, spent)
+    shown = f"full {spent:,} / {4 * spent:,} budget (25%)"  # as the client's live panel says it
+    assert shown in client.get(f"/fragments/runs/{run_id}").text
+    assert shown in render_report(store, run_id, transcripts)
+
+
+def test_a_transcript_from_before_the_token_budget_field_still_renders_with_no_budget(run):
+    store, transcripts, run_id = run
+    path = transcripts / f"{run_id}-stateful.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text(
+        "".join(json.dumps({k: v for k, v in line.items() if k != "token_budget"}) + "\n" for line in lines)
+    )
+    client = client_for(run)
+    [use] = client.get(f"/api/runs/{run_id}").json()["tokens"]
+    assert use["token_budget"] is None and use["total"]["calls"] == 20
+    page = client.get(f"/fragments/runs/{run_id}")
+    assert page.status_code == 200 and '<table class="tokens">' in page.text
+    assert "token budget" not in page.text and "token budget" not in render_report(store, run_id, transcripts)
+
+
+def test_after_a_resume_the_budget_counts_only_the_calls_since_as_the_client_held_it(run):
+    _, transcripts, run_id = run
+    path = transcripts / f"{run_id}-stateful.jsonl"
+    before = totals(load_transcript(path)).full
+    write_transcript(path, run_id, 3, token_budget=100_000)  # `run --run-id`: a new session, calls from 1
+    since = totals(load_transcript(path)).full - before
+    client = client_for(run)
+    [use] = client.get(f"/api/runs/{run_id}").json()["tokens"]
+    assert (use["token_budget"], use["budget_spent"], use["total"]["calls"]) == (100_000, since, 23)
+    html = client.get(f"/fragments/runs/{run_id}").text
+    assert f"full {since:,} / 100,000 budget" in html and "the calls since the run was resumed" in html
 
 
 def test_the_stamp_the_page_polls_changes_when_an_experiment_is_recorded(run):
