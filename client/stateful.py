@@ -228,29 +228,27 @@ class StatefulAgent(Agent):
             turn.user.text, turn.refused = TEXT_NUDGE, True
             return turn
         if code is None:
-            outcome = await self.rc.call("revert_train_py", {"version": version, "run_id": self.run_id})
+            outcome = await self._text_call(turn, "revert_train_py", {"version": version})
             turn.user.text = result_text("revert_train_py", outcome)
-            if not outcome.ok:
-                self.failures += 1
-                self.refused(outcome)
-                turn.refused = True
             return turn
-        arguments = {"description": describe_reply(text), "source": code, "run_id": self.run_id}
-        changed = await self.rc.call("modify_train_py", arguments)
+        arguments = {"description": describe_reply(text), "source": code}
+        changed = await self._text_call(turn, "modify_train_py", arguments)
         turn.user.text = result_text("modify_train_py", changed)
         if not changed.ok:
-            self.failures += 1
-            self.refused(changed)
-            turn.refused = True
             return turn
-        measured = await self.rc.call("run_benchmark", {"run_id": self.run_id})
+        measured = await self._text_call(turn, "run_benchmark", {})
         turn.user.text += "; benchmarked: " + result_text("run_benchmark", measured)
-        bench = ToolCall(id="text-bench", name="run_benchmark", arguments={})
-        if not measured.ok:
-            self.failures += 1
-            self.refused(measured)
-        self._account(bench, measured, turn)
+        self._account(ToolCall(id="text-bench", name="run_benchmark", arguments={}), measured, turn)
         return turn
+
+    async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""
+        outcome = await self.rc.call(tool, {**arguments, "run_id": self.run_id})
+        if not outcome.ok:
+            self.failures += 1
+            self.refused(outcome)
+            turn.refused = True
+        return outcome
 
     async def _tried_values(self) -> dict[str, list[Any]]:
         """Every param of the task (schema order) with the distinct values it took so far, sorted."""
