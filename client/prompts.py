@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.edits import fence_body
+from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.contract.variety import least_varied_first
 
@@ -140,9 +141,8 @@ def benchmark_text(
 ) -> tuple[str, str]:
     """The (headline, benchmark block) pair of one stateless code iteration."""
     if status != "ok":
-        first = (error or "").strip().splitlines()[:1]
-        reason = first[0] if first else status
-        return f"{status}", f"{status.upper()}: {reason}"
+        # The same line the stateful summary shows: both modes are told what went wrong alike.
+        return f"{status}", f"{status.upper()}: {error_headline(error or '') or status}"
     time_ms, base_ms, speedup = (
         metrics.get("time_ms", 0.0),
         metrics.get("baseline_ms", 0.0),

@@ -144,3 +144,14 @@ def test_an_error_line_names_the_exception_not_only_its_introduction():
     traceback = "failed:\nTraceback (most recent call last):\n  File 'x', line 1\nValueError: bad"
     assert error_headline(traceback) == "failed: ValueError: bad"
     assert error_headline("timeout\nlong tail") == "timeout" and error_headline("  \n") == ""
+
+
+def test_both_modes_are_told_the_same_error_line_for_a_crashed_version():
+    from autoresearch_mcp.client.prompts import benchmark_text
+
+    tail = (
+        "process_records raised an exception:\nTraceback (most recent call last):\n  File x\nKeyError: 'name'"
+    )
+    headline, block = benchmark_text("crash", {}, tail, None)
+    assert headline == "crash" and block == f"CRASH: {error_headline(tail)}"
+    assert block.endswith("KeyError: 'name'")
