@@ -39,19 +39,6 @@ def repeat_hint(tool: str, params: dict[str, object], tried: dict[str, list[obje
     return f"Change at least one value this time, e.g. {name} ({sent}tried so far: {values})."
 
 
-LEAST_VARIED = "<least varied>"
-
-
-def turn_request(request: str, tried: dict[str, list[object]]) -> str:
-    """The profile's request with `<least varied>` replaced by the param that took the fewest distinct
-    values so far. Measured with Qwen2.5-Coder-1.5B on first proposals after a new best: a request
-    naming one param in a reply template (`e.g. {"gamma": <a value not tried>}`) drew exact repeats 4
-    times in 15, the same summary ending in "Next?" 8 in 15."""
-    if LEAST_VARIED not in request or not tried:
-        return request
-    return request.replace(LEAST_VARIED, least_varied_first({n: len(v) for n, v in tried.items()})[0])
-
-
 def stateful_turn(summary: str, request: str, code: str | None = None) -> str:
     """The per-turn message: the summary, the current train.py in a code task, the request."""
     shown = f"\ntrain.py (current):\n```python\n{code.rstrip()}\n```" if code is not None else ""

@@ -24,7 +24,6 @@ from autoresearch_mcp.client.check import (
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.prompts import (
-    LEAST_VARIED,
     NO_EXPERIMENT_YET,
     NUDGE,
     TEXT_NUDGE,
@@ -33,7 +32,6 @@ from autoresearch_mcp.client.prompts import (
     parse_revert,
     repeat_hint,
     stateful_turn,
-    turn_request,
 )
 from autoresearch_mcp.client.tools import agent_tools
 from autoresearch_mcp.contract.errors import error_headline
@@ -123,10 +121,7 @@ class StatefulAgent(Agent):
             window = select_window(self.turns, self.config.window)
             summary = await self.rc.summary(self.run_id)
             code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
-            request_text = task.agent.turn
-            if LEAST_VARIED in request_text:
-                request_text = turn_request(request_text, await self._tried_values())
-            messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
+            messages = [Message(role="user", text=stateful_turn(summary, task.agent.turn, code))]
             for turn in window:
                 messages += [turn.assistant, turn.user]
             request = LLMRequest(

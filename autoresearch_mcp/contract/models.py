@@ -235,11 +235,7 @@ class AgentProfile(BaseModel):
         description="code tasks: the agent runs run_benchmark itself after each accepted edit, so the "
         "model makes one tool call per reply",
     )
-    turn: str = Field(
-        default="Next experiment?",
-        description="the request that ends each turn's message; `<least varied>` in it becomes the param "
-        "that took the fewest distinct values so far (params tasks)",
-    )
+    turn: str = Field(default="Next experiment?", description="the request that ends each turn's message")
     text_system_prompt: str | None = Field(
         default=None,
         description="code tasks: the system prompt when the model answers in text (the whole file in a "

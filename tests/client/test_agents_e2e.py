@@ -284,29 +284,6 @@ def test_a_thread_count_below_one_is_refused_before_anything_starts(
 
 
 @pytest.mark.asyncio
-async def test_each_hpo_turn_ends_with_a_reply_template_naming_the_least_varied_param(
-    tmp_path: Path, server_env: None
-):
-    with FakeOpenAIServer() as fake:
-        fake.enqueue(
-            chat_completion(None, [("run_experiment", {"params": {}})]),
-            chat_completion(None, [("run_experiment", {"params": {"n_estimators": 20}})]),
-            chat_completion(None, [("run_experiment", {"params": {"max_depth": 3}})]),
-        )
-        args = args_for(
-            tmp_path, "--task", "hpo-covertype", "--llm", "openai", "--base-url", fake.base_url,
-            "--model", "m", "--iterations", "3", "--hpo-threads", "1",
-        )  # fmt: skip
-        result = await run_session(args, mode="stateful", seed=3)
-        bodies = fake.bodies("/chat/completions")
-    assert result.experiments == 3
-    endings = [body["messages"][1]["content"].splitlines()[-1] for body in bodies]
-    template = 'Next? Send only what you change, e.g. {"%s": <a value not tried>}.'
-    # Ties (every param took one value) go to schema order; n_estimators took two values by the third.
-    assert endings == [template % "n_estimators", template % "n_estimators", template % "max_depth"]
-
-
-@pytest.mark.asyncio
 async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_sees_its_repeat_once(
     tmp_path: Path, server_env: None
 ):

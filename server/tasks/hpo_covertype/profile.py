@@ -2,9 +2,7 @@
 
 Written for small models first: one tool, one call per reply, params sent as changes to the best (the
 summary shows the best in full), the search space in the prompt rather than in a schema the model may
-not read. The turn ends in a reply template naming the least varied param: with Qwen2.5-Coder-1.5B, on
-first proposals after a new best, it drew 4 exact repeats in 15 samples where "Next?" drew 8 (docs/
-benchmarks.md).
+not read.
 """
 
 from pydantic import BaseModel
@@ -29,8 +27,9 @@ def profile(params: type[BaseModel]) -> AgentProfile:
             "You tune XGBoost hyperparameters, one experiment per reply. Each turn shows the run's "
             "summary: the best configuration in full, and how recent experiments differed from it. "
             "Reply with one run_experiment call whose params hold only what you change from the best "
-            "(the rest keep the best's values; at first, the defaults'). Never resend a configuration "
-            f"already tried. Ranges (default): {search_space(params)}. When no idea is left, "
+            "(the rest keep the best's values): a new value for the least varied param, and other "
+            "changes if you like. Never resend a configuration already tried. First experiment: the "
+            f"defaults, params {{}}. Ranges (default): {search_space(params)}. When no idea is left, "
             "reply DONE: <reason>."
         ),
         tools=["run_experiment"],
@@ -45,5 +44,5 @@ def profile(params: type[BaseModel]) -> AgentProfile:
             "run_experiment": "Train and score with the best configuration, changed by `params` "
             "(one unit of budget)."
         },
-        turn='Next? Send only what you change, e.g. {"<least varied>": <a value not tried>}.',
+        turn="Next?",
     )
