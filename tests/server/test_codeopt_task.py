@@ -238,6 +238,27 @@ def test_returning_a_dict_subclass_is_incorrect() -> None:
     assert outcome.error_tail == "output is a Result; return only dict, list, str, int, float, bool and None"
 
 
+def test_the_stdlibs_dict_subclasses_count_as_dicts_but_a_subclass_of_them_does_not() -> None:
+    """defaultdict is what a faster version naturally returns; it changes nothing about the items."""
+    for make in (
+        "collections.defaultdict(int, out)",
+        "collections.OrderedDict(out)",
+        "collections.Counter(out)",
+    ):
+        source = REFERENCE_AS_HELPER + (
+            "\n\nimport collections\n\n\ndef process_records(records):\n"
+            f"    out = _reference(records)\n    return {make}\n"
+        )
+        outcome = benchmark(source, baseline_ms=10.0)
+        assert outcome.status == "ok", (make, outcome.error_tail)
+    subclass = REFERENCE_AS_HELPER + (
+        "\n\nimport collections\n\n\nclass Result(collections.defaultdict):\n    pass\n\n\n"
+        "def process_records(records):\n    return Result(int, _reference(records))\n"
+    )
+    outcome = benchmark(subclass, baseline_ms=10.0)
+    assert outcome.status == "incorrect" and (outcome.error_tail or "").startswith("output is a Result")
+
+
 def test_returning_a_lazy_object_that_equals_anything_is_incorrect() -> None:
     source = (
         "class Anything:\n    def __eq__(self, other):\n        return True\n\n\n"
