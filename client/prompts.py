@@ -19,6 +19,13 @@ TEXT_NUDGE = (
     "Reply with one line saying what you change, then the whole new train.py in one ```python block; "
     "or REVERT v<N>; or DONE: <reason>."
 )
+# For a code task whose profile has no text protocol of its own.
+TEXT_SYSTEM_PROMPT = (
+    "You improve train.py autonomously. Each turn shows the run's summary and the current train.py. "
+    "Reply with one line saying what you change and why, then the whole new train.py in one ```python "
+    "block; each new version is run and measured at once. To go back to version N, reply REVERT v<N>. "
+    "When no idea is left, reply DONE: <reason>."
+)
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 

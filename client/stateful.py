@@ -5,7 +5,10 @@ The window is a list of turns (an assistant message and the user message answeri
 separates a tool call from its result. By default it holds only the turns since the last recorded
 experiment: the summary already carries every result. In a code task the turn's message also holds
 the current train.py (once per request: a refused edit's turn does not repeat it), and the agent
-benchmarks each accepted edit itself, so the model needs one tool call per reply.
+benchmarks each accepted edit itself, so the model needs one tool call per reply. With `code_replies=
+"text"` the model offers no tool call at all: it answers with the whole file in a python block (small
+models cannot write code inside a JSON string), which the agent sends unchanged as modify_train_py's
+source and benchmarks.
 """
 
 import json
@@ -27,6 +30,7 @@ from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
     TEXT_NUDGE,
+    TEXT_SYSTEM_PROMPT,
     describe_reply,
     parse_code,
     parse_revert,
@@ -111,7 +115,9 @@ class StatefulAgent(Agent):
         text_mode = task.kind == "code" and self.config.code_replies == "text"
         tools = [] if text_mode else agent_tools(await self.rc.tools(), task)
         names = {tool.name for tool in tools}
-        system = (task.agent.text_system_prompt or task.agent.system_prompt) if text_mode else None
+        system = (
+            (task.agent.text_system_prompt or TEXT_SYSTEM_PROMPT) if text_mode else task.agent.system_prompt
+        )
         stop: tuple[StopReason, str] | None = None
         while True:
             run = await self.rc.run(self.run_id)
@@ -125,7 +131,7 @@ class StatefulAgent(Agent):
             for turn in window:
                 messages += [turn.assistant, turn.user]
             request = LLMRequest(
-                system=system or task.agent.system_prompt,
+                system=system,
                 tools=tools,
                 messages=messages,
                 max_tokens=self.config.max_tokens,
