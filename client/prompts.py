@@ -19,6 +19,9 @@ TEXT_NUDGE = (
     "Reply with one line saying what you change, then the whole new train.py in one ```python block; "
     "or REVERT v<N>; or DONE: <reason>."
 )
+# The request that ends a turn under the text protocol: "Next?" alone drew status reports ("Done: the
+# sorting was replaced...") from Qwen2.5-Coder-1.5B instead of code.
+TEXT_TURN = "Next? One line on what you change, then the whole new train.py in one ```python block."
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (
     "You improve train.py autonomously. Each turn shows the run's summary and the current train.py. "

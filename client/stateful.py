@@ -31,6 +31,7 @@ from autoresearch_mcp.client.prompts import (
     NUDGE,
     TEXT_NUDGE,
     TEXT_SYSTEM_PROMPT,
+    TEXT_TURN,
     describe_reply,
     parse_code,
     parse_revert,
@@ -127,7 +128,8 @@ class StatefulAgent(Agent):
             window = select_window(self.turns, self.config.window)
             summary = await self.rc.summary(self.run_id)
             code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
-            messages = [Message(role="user", text=stateful_turn(summary, task.agent.turn, code))]
+            request_text = TEXT_TURN if text_mode else task.agent.turn
+            messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
             for turn in window:
                 messages += [turn.assistant, turn.user]
             request = LLMRequest(

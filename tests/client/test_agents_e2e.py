@@ -240,6 +240,7 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     assert "```python block" in bodies[0]["messages"][0]["content"]  # the text protocol's system prompt
     second = bodies[1]["messages"][1]["content"]
     assert "(#1, train.py v2)" in second and "train.py (current)" in second  # its benchmark, new code
+    assert second.endswith("then the whole new train.py in one ```python block.")  # the format, each turn
     third = [m["content"] for m in bodies[2]["messages"]]
     assert third[-2] == "I would make it faster." and "whole new train.py" in third[-1]
     fourth = [m["content"] for m in bodies[3]["messages"]]
