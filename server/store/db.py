@@ -10,6 +10,7 @@ import os
 import socket
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from autoresearch_mcp.sandbox.resources import pid_alive
 from autoresearch_mcp.server.store import migrations
 
 BUSY_TIMEOUT_S = 30.0
+OPEN_ATTEMPTS = 20
 
 
 def now() -> str:
@@ -80,8 +82,19 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         conn = self._conn()
-        conn.execute("PRAGMA journal_mode=WAL")
-        migrations.apply(conn)
+        # Servers opening a new database at the same moment: SQLite can answer the WAL switch or the
+        # first schema read with "database is locked" at once, without waiting out the busy timeout
+        # (seen once in six threads in CI). Each migration is its own transaction, so trying the whole
+        # opening again is safe.
+        for attempt in range(OPEN_ATTEMPTS):
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                migrations.apply(conn)
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == OPEN_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
