@@ -15,10 +15,6 @@ from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.contract.variety import least_varied_first
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
-TEXT_NUDGE = (
-    "Reply with one line saying what you change, then the whole new train.py in one ```python block; "
-    "or REVERT v<N>; or DONE: <reason>."
-)
 # The request that ends a turn under the text protocol: "Next?" alone drew status reports ("Done: the
 # sorting was replaced...") from Qwen2.5-Coder-1.5B instead of code.
 TEXT_TURN = "Next? One line on what you change, then the whole new train.py in one ```python block."
@@ -30,6 +26,28 @@ TEXT_SYSTEM_PROMPT = (
     "When no idea is left, reply DONE: <reason>."
 )
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
+
+
+def text_format(latest_version: int, used: int) -> str:
+    """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
+    "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran."""
+    options = ["one line saying what you change, then the whole new train.py in one ```python block"]
+    if latest_version > 1:
+        options.append(f"REVERT v<N> with N from 1 to {latest_version}")
+    if used > 0:
+        options.append("DONE: <reason>")
+    return "Reply with " + "; or ".join(options) + "."
+
+
+def text_nudge(reply: str, latest_version: int, used: int) -> str:
+    """The answer to a text reply the agent could not use: what was wrong with it, then the format."""
+    if "```" in reply:
+        wrong = "Your code block held no whole train.py (no `def`): the reply ended early."
+    elif "DONE" in reply and used == 0:
+        wrong = "No version has been benchmarked yet: DONE is early."
+    else:
+        wrong = "Your reply held no ```python block."
+    return f"{wrong} {text_format(latest_version, used)}"
 
 
 def repeat_hint(tool: str, params: dict[str, object], tried: dict[str, list[object]], refusals: int) -> str:

@@ -29,7 +29,6 @@ from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, Tool
 from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
-    TEXT_NUDGE,
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
     describe_reply,
@@ -37,6 +36,8 @@ from autoresearch_mcp.client.prompts import (
     parse_revert,
     repeat_hint,
     stateful_turn,
+    text_format,
+    text_nudge,
 )
 from autoresearch_mcp.client.tools import agent_tools
 from autoresearch_mcp.contract.errors import error_headline
@@ -109,9 +110,10 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
 class StatefulAgent(Agent):
     turns: list[Turn]  # every exchange of this run; the window is chosen from them
     repeats: int  # exact-repeat refusals so far
+    latest_version: int  # text replies: the newest train.py version the model was told of
 
     async def run(self) -> AgentResult:
-        self.turns, self.repeats = [], 0
+        self.turns, self.repeats, self.latest_version = [], 0, 1
         task = self.config.task
         text_mode = task.kind == "code" and self.config.code_replies == "text"
         tools = [] if text_mode else agent_tools(await self.rc.tools(), task)
@@ -228,21 +230,29 @@ class StatefulAgent(Agent):
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             self.refused(kind="unparsed_reply")
-            turn.user.text, turn.refused = TEXT_NUDGE, True
+            turn.user.text, turn.refused = text_nudge(text, self.latest_version, used), True
             return turn
         if code is None:
             outcome = await self._text_call(turn, "revert_train_py", {"version": version})
-            turn.user.text = result_text("revert_train_py", outcome)
+            turn.user.text = self._text_result("revert_train_py", outcome, used)
             return turn
         arguments = {"description": describe_reply(text), "source": code}
         changed = await self._text_call(turn, "modify_train_py", arguments)
-        turn.user.text = result_text("modify_train_py", changed)
+        turn.user.text = self._text_result("modify_train_py", changed, used)
         if not changed.ok:
             return turn
         measured = await self._text_call(turn, "run_benchmark", {})
         turn.user.text += "; benchmarked: " + result_text("run_benchmark", measured)
         self._account(ToolCall(id="text-bench", name="run_benchmark", arguments={}), measured, turn)
         return turn
+
+    def _text_result(self, tool: str, outcome: ToolOutcome, used: int) -> str:
+        """A modify or revert result; a refusal restates the format (after "train.py has no version 3"
+        alone the real model answered DONE)."""
+        if not outcome.ok:
+            return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, used)}"
+        self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
+        return result_text(tool, outcome)
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""

@@ -6,7 +6,13 @@ import logging
 import os
 from pathlib import Path
 
-from autoresearch_mcp.contract.env import ENV_DASK_SCHEDULER, ENV_LOG_LEVEL, ENV_TOKEN, add_location_arguments
+from autoresearch_mcp.contract.env import (
+    ENV_DASK_SCHEDULER,
+    ENV_HPO_WALL_S,
+    ENV_LOG_LEVEL,
+    ENV_TOKEN,
+    add_location_arguments,
+)
 from autoresearch_mcp.server.settings import ServerSettings
 
 
@@ -16,7 +22,14 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         values["db_path"] = args.db
     if getattr(args, "data", None):
         values["covtype_path"] = str(Path(args.data).expanduser().resolve())
-    for key in ("codeopt_records", "codeopt_repeats", "hpo_threads", "workers", "dask_scheduler"):
+    for key in (
+        "codeopt_records",
+        "codeopt_repeats",
+        "hpo_threads",
+        "hpo_wall_s",
+        "workers",
+        "dask_scheduler",
+    ):
         if getattr(args, key, None) is not None:
             values[key] = getattr(args, key)
     return ServerSettings(**values)
@@ -49,6 +62,11 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--codeopt-records", type=int, help="records per codeopt-records benchmark input")
     parser.add_argument("--codeopt-repeats", type=int, help="timed repeats per codeopt-records benchmark")
     parser.add_argument("--hpo-threads", type=int, help="threads per XGBoost training (default: all cores)")
+    parser.add_argument(
+        "--hpo-wall-s",
+        type=int,
+        help=f"seconds one XGBoost training may run before it is killed (default: ${ENV_HPO_WALL_S} or 600)",
+    )
     parser.add_argument(
         "--workers", type=int, help="local worker processes for background jobs (default: cores)"
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from autoresearch_mcp.contract.env import ENV_COVTYPE, ENV_DASK_SCHEDULER, default_db_path
+from autoresearch_mcp.contract.env import ENV_COVTYPE, ENV_DASK_SCHEDULER, ENV_HPO_WALL_S, default_db_path
 
 
 class ServerSettings(BaseModel):
@@ -17,6 +17,10 @@ class ServerSettings(BaseModel):
     codeopt_records: int | None = Field(default=None, ge=100, le=1_000_000)
     codeopt_repeats: int | None = Field(default=None, ge=1, le=200)
     hpo_threads: int | None = Field(default=None, ge=1, le=256)
+    # A training that runs longer is killed and recorded as a timeout (validated even from the environment).
+    hpo_wall_s: int = Field(
+        default_factory=lambda: os.environ.get(ENV_HPO_WALL_S) or 600, ge=1, le=86_400, validate_default=True
+    )
     # Background jobs: local worker processes (default: one per core), or a Dask scheduler.
     workers: int | None = Field(default=None, ge=1, le=1024)
     dask_scheduler: str | None = Field(default_factory=lambda: os.environ.get(ENV_DASK_SCHEDULER) or None)

@@ -15,6 +15,7 @@ ENV_TOKEN = "AUTORESEARCH_TOKEN"
 ENV_DASK_SCHEDULER = "AUTORESEARCH_DASK_SCHEDULER"
 ENV_LOG_LEVEL = "AUTORESEARCH_LOG_LEVEL"
 ENV_TASK_PLUGINS = "AUTORESEARCH_TASK_PLUGINS"
+ENV_HPO_WALL_S = "AUTORESEARCH_HPO_WALL_S"
 # Every variable with this prefix is server configuration: the client forwards them to a spawned
 # server, and the sandbox strips them from the environment of untrusted code.
 ENV_PREFIX = "AUTORESEARCH_"

@@ -159,3 +159,30 @@ def test_without_a_csv_the_real_loader_downloads_covertype(settings, monkeypatch
     finally:
         _split_arrays.cache_clear()  # the stand-in's split must not outlive this test
     assert calls and run.status == "running"
+
+
+def test_a_training_past_the_configured_wall_clock_limit_is_killed_and_recorded_as_a_timeout(settings):
+    service = service_for(settings.model_copy(update={"hpo_wall_s": 2}))
+    run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    current = service.current_artifact(run.id).source
+    stuck = current.replace(
+        "    harness.evaluate(model.predict(data.X_test))\n",
+        "    while True:\n        pass\n    harness.evaluate(model.predict(data.X_test))\n",
+    )
+    service.modify_artifact(run.id, "never finishes", stuck, None)
+    exp = service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 2}, None).experiment
+    assert exp.status == "timeout" and "wall-clock limit of 2 s" in (exp.error_tail or "")
+
+
+def test_the_wall_clock_limit_comes_from_the_environment_and_a_bad_value_is_refused(monkeypatch, tmp_path):
+    from pydantic import ValidationError
+
+    from autoresearch_mcp.server.settings import ServerSettings
+
+    monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "45")
+    assert ServerSettings(db_path=tmp_path / "runs.db").hpo_wall_s == 45
+    monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "soon")
+    with pytest.raises(ValidationError, match="hpo_wall_s"):
+        ServerSettings(db_path=tmp_path / "runs.db")
+    monkeypatch.delenv("AUTORESEARCH_HPO_WALL_S")
+    assert ServerSettings(db_path=tmp_path / "runs.db").hpo_wall_s == 600

@@ -98,12 +98,13 @@ class HPOCovertypeTask(Task):
     def __init__(self, settings: dict[str, Any]) -> None:
         self.data_path: str | None = settings.get("covtype_path")
         self.threads = int(settings.get("hpo_threads") or os.cpu_count() or 1)
+        self.wall_s = int(settings.get("hpo_wall_s") or 600)
 
     def options(self) -> dict[str, Any]:
         split = prepare_split(self.data_path)  # fails now, clearly, if the data is missing
         limits = Limits(
-            wall_s=600,
-            cpu_s=600 * self.threads,
+            wall_s=self.wall_s,
+            cpu_s=self.wall_s * self.threads,
             memory_mb=3072,
             threads=self.threads,
             disk_mb=512,
