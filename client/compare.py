@@ -182,7 +182,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 else None
                 for m in RATIO_MEASURES
             }
-        summary["full_tokens_crossover_iteration"] = crossover(runs)
+            # Per iteration, like the ratios: only where both modes ran the same iterations.
+            summary["full_tokens_crossover_iteration"] = crossover(runs)
     return summary
 
 

@@ -99,8 +99,8 @@ def write_table(results: dict[str, Any], path: Path) -> None:
     for mode in ("stateless", "stateful"):
         if s.get(mode, {}).get("cache_weighted_note"):
             lines.append(f"{mode.capitalize()} cache-weighted tokens {s[mode]['cache_weighted_note']}.")
-    if a and b:  # a comparison sentence only where both modes ran
-        crossover = s.get("full_tokens_crossover_iteration")
+    if a and b and "full_tokens_crossover_iteration" in s:  # only where both modes did the same work
+        crossover = s["full_tokens_crossover_iteration"]
         lines.append(
             f"Stateful's cumulative full tokens stay below stateless's from iteration {crossover} on."
             if crossover

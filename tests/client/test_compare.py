@@ -143,6 +143,7 @@ def test_no_ratio_is_given_when_the_modes_recorded_different_numbers_of_experime
     summary = summarise([_run("stateless", [100, 300], experiments=2), _run("stateful", [50], experiments=1)])
     assert summary["ratio"] == {}
     assert "different numbers of experiments (stateless [2], stateful [1]" in summary["ratio_note"]
+    assert "full_tokens_crossover_iteration" not in summary  # nor a per-iteration comparison
 
 
 def test_cache_weighted_says_it_equals_full_when_no_prefix_reached_the_providers_minimum():
@@ -164,6 +165,16 @@ def test_a_stateful_only_study_prints_no_comparison_sentence(tmp_path: Path):
     }
     write_table(results, tmp_path / "table.md")
     assert "cumulative full tokens" not in (tmp_path / "table.md").read_text()
+
+
+def test_when_one_mode_recorded_nothing_the_table_makes_no_per_iteration_claim(tmp_path: Path):
+    # codeopt seed 123 on the real model: stateful recorded 0 experiments in 10 calls, and the table
+    # said its cumulative tokens "never fall below stateless's" though it spent a quarter as many.
+    runs = [_run("stateless", [100, 300], experiments=2), _run("stateful", [], experiments=0)]
+    results = {"task": "codeopt-records", "iterations": 2, "seeds": [42], "llm": "openai", "window": "auto"}
+    write_table({**results, "runs": runs, "summary": summarise(runs)}, tmp_path / "table.md")
+    table = (tmp_path / "table.md").read_text()
+    assert "cumulative full tokens" not in table and "No ratio: the modes recorded different" in table
 
 
 def test_calls_that_recorded_no_experiment_still_count_in_the_totals(tmp_path: Path):
