@@ -69,6 +69,9 @@ def table(folders: list[Path]) -> str:
     when a later one is interrupted), then each mode's summary over all of them."""
     everything = [(folder, json.loads((folder / "results.json").read_text())) for folder in folders]
     first = everything[0][1]
+    mixed = sorted({f"{r['task']}, {r['iterations']} iterations" for _, r in everything})
+    if len(mixed) > 1:  # a mean over two tasks means nothing (it once mixed codeopt into HPO's refusals)
+        raise SystemExit(f"these folders hold different studies ({'; '.join(mixed)}): one table each")
     lines = [
         f"task {first['task']}, {first['iterations']} iterations, llm {first['llm']}, "
         f"sampling {json.dumps(first.get('sampling', 'not recorded'))}",

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from autoresearch_mcp.contract.edits import EditError, apply_edits, unfence
-from autoresearch_mcp.contract.errors import RefusalKind, RefusedError, ResearchError
+from autoresearch_mcp.contract.errors import RefusalKind, RefusedError, ResearchError, error_headline
 from autoresearch_mcp.contract.models import (
     ArtifactVersion,
     Experiment,
@@ -466,9 +466,7 @@ class RunService:
         except EditError as exc:
             raise self.refuse(run_id, tool, str(exc), "rejected_edit") from None
         if new_source == current.source:
-            raise self.refuse(
-                run_id, tool, f"no change: this is already train.py v{current.version}", "rejected_edit"
-            )
+            raise self.refuse(run_id, tool, self._no_change(run_id, current.version), "rejected_edit")
         problems = self.task(run.task).check_artifact(new_source)
         if problems:
             raise self.refuse(
@@ -478,6 +476,19 @@ class RunService:
                 "rejected_edit",
             )
         return self.store.artifacts.add(run_id, new_source, description, expected_parent=current.version)
+
+    def _no_change(self, run_id: str, version: int) -> str:
+        """Resending the current file unchanged: a small model did this with a version that had just
+        crashed, then gave up; say how that version ended and what would help."""
+        message = f"no change: this is already train.py v{version}"
+        last, _ = self.store.experiments(run_id, last=1)
+        if last and last[0].artifact_version == version and last[0].status != "ok":
+            why = error_headline(last[0].error_tail or "") or "no reason recorded"
+            message += (
+                f", which ended {last[0].status} in #{last[0].iteration} ({why[:200]}): fix that, "
+                "or go back to a version that ran"
+            )
+        return message
 
     def revert_artifact(self, run_id: str, version: int) -> ArtifactVersion:
         with self.run_lock(run_id):

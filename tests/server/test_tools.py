@@ -136,6 +136,23 @@ async def test_an_empty_source_or_edit_list_counts_as_not_given_as_grammar_bound
         assert (await call(client, "get_current_train_py"))["version"] == 2
 
 
+async def test_resending_a_version_that_crashed_says_how_it_ended_and_what_would_help(settings):
+    """Qwen2.5-Coder-1.5B resent its crashed version unchanged, read "no change", and gave up."""
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 3})
+        source = (await call(client, "get_current_train_py"))["source"]
+        broken = source.replace("+ 0.2)", "+ 0.2 + undefined_name)")
+        await call(client, "modify_train_py", {"description": "break it", "source": broken})
+        assert (await call(client, "run_experiment", {"params": {}}))["experiment"]["status"] == "crash"
+        text = await refused(client, "modify_train_py", {"description": "again", "source": broken})
+        assert "no change: this is already train.py v2, which ended crash in #1 (exited with code 1" in text
+        assert text.endswith("): fix that, or go back to a version that ran")
+        await call(client, "revert_train_py", {"version": 1})
+        await call(client, "run_experiment", {"params": {}})
+        text = await refused(client, "modify_train_py", {"description": "same", "source": source})
+        assert text.endswith("no change: this is already train.py v3")  # it ran: nothing more to say
+
+
 async def test_finished_and_exhausted_runs_refuse_experiments(settings):
     async with connected(settings) as client:
         first = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 1}))["run_id"]
