@@ -28,6 +28,12 @@ TEXT_SYSTEM_PROMPT = (
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
+def says_done(reply: str) -> bool:
+    """The model ends the run: DONE anywhere, or a reply that opens with "Done:" in any case (after
+    "Done: No further changes necessary." was refused, Qwen2.5-Coder-1.5B sent it five more times)."""
+    return "DONE" in reply or re.match(r"\W*done\W*:", reply, re.IGNORECASE) is not None
+
+
 def text_format(latest_version: int, used: int) -> str:
     """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
     "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran."""
@@ -43,7 +49,7 @@ def text_nudge(reply: str, latest_version: int, used: int) -> str:
     """The answer to a text reply the agent could not use: what was wrong with it, then the format."""
     if "```" in reply:
         wrong = "Your code block held no whole train.py (no `def`): the reply ended early."
-    elif "DONE" in reply and used == 0:
+    elif says_done(reply) and used == 0:
         wrong = "No version has been benchmarked yet: DONE is early."
     else:
         wrong = "Your reply held no ```python block."

@@ -35,6 +35,7 @@ from autoresearch_mcp.client.prompts import (
     parse_code,
     parse_revert,
     repeat_hint,
+    says_done,
     stateful_turn,
     text_format,
     text_nudge,
@@ -158,7 +159,7 @@ class StatefulAgent(Agent):
                 break
             if not response.tool_calls:
                 # A DONE before any experiment ran is a misfire (small models do this), not a decision.
-                if "DONE" in response.text and run.used > 0:
+                if says_done(response.text) and run.used > 0:
                     stop = ("llm-done", response.text.strip()[:300])
                     break
                 self.failures += 1
@@ -226,7 +227,7 @@ class StatefulAgent(Agent):
         turn = Turn(assistant=assistant, user=Message(role="user"))
         code, version = parse_code(text), parse_revert(text)
         if code is None and version is None:
-            if "DONE" in text and used > 0:
+            if says_done(text) and used > 0:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             self.refused(kind="unparsed_reply")

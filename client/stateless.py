@@ -23,6 +23,7 @@ from autoresearch_mcp.client.prompts import (
     benchmark_text,
     parse_code,
     parse_json_object,
+    says_done,
     stateless_code,
     stateless_hpo,
 )
@@ -95,7 +96,7 @@ class StatelessAgent(Agent):
     async def _hpo_step(self, text: str) -> tuple[StopReason, str] | None:
         params = parse_json_object(text)
         if params is None:
-            if "DONE" in text and self.experiments:
+            if says_done(text) and self.experiments:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             self.refused(kind="unparsed_reply")
@@ -115,7 +116,7 @@ class StatelessAgent(Agent):
     async def _code_step(self, text: str) -> tuple[StopReason, str] | None:
         code = parse_code(text)
         if code is None:
-            if "DONE" in text and len(self.versions) > 1:
+            if says_done(text) and len(self.versions) > 1:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             self.refused(kind="unparsed_reply")

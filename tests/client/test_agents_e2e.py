@@ -279,7 +279,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
             chat_completion("DONE: No need to revert, the function is already correctly sorted."),
             chat_completion(f"Copy the records with dict().\n```python\n{faster}```"),
             chat_completion("REVERT v7"),
-            chat_completion("DONE: no idea left"),
+            chat_completion("Done: No further changes necessary."),  # its words for DONE
         )
         args = args_for(
             tmp_path,
@@ -290,6 +290,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
         result = await run_session(args, mode="stateful", seed=42)
         answers = [body["messages"][-1]["content"] for body in fake.bodies("/chat/completions")[1:]]
     assert result.experiments == 1 and result.stop_reason == "llm-done"
+    assert result.detail == "Done: No further changes necessary."
     cut_off, no_such_version, early_done, measured, no_version_7 = answers
     assert cut_off.startswith("Your code block held no whole train.py")
     assert "no version 3" in no_such_version and no_such_version.endswith("in one ```python block.")

@@ -1,7 +1,10 @@
 """The stateful agent's window: bounded and made of whole turns."""
 
+import pytest
+
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import Message, ToolCall, ToolResult
+from autoresearch_mcp.client.prompts import says_done
 from autoresearch_mcp.client.stateful import Turn, result_text, select_window
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import BestResult, Experiment, ExperimentResult
@@ -155,3 +158,17 @@ def test_both_modes_are_told_the_same_error_line_for_a_crashed_version():
     headline, block = benchmark_text("crash", {}, tail, None)
     assert headline == "crash" and block == f"CRASH: {error_headline(tail)}"
     assert block.endswith("KeyError: 'name'")
+
+
+@pytest.mark.parametrize(
+    ("reply", "done"),
+    [
+        ("DONE: no idea left", True),
+        ("Done: No further changes necessary.", True),
+        ("**done:** nothing left", True),
+        ("I am done with the sort.\n```python\n...```", False),
+        ("Done the sorting: next I replace the bubble sort", False),
+    ],
+)
+def test_a_reply_ends_the_run_when_it_says_DONE_or_opens_with_done_in_any_case(reply: str, done: bool):
+    assert says_done(reply) is done
