@@ -248,12 +248,14 @@ class StatefulAgent(Agent):
         return turn
 
     def _text_result(self, tool: str, outcome: ToolOutcome, used: int) -> str:
-        """A modify or revert result; a refusal restates the format (after "train.py has no version 3"
-        alone the real model answered DONE)."""
-        if not outcome.ok:
-            return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, used)}"
-        self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
-        return result_text(tool, outcome)
+        """A modify or revert result. A refusal or a revert, which no benchmark follows, restates the
+        format: after "train.py has no version 3" or "train.py is now v4" alone the real model answered
+        DONE or "Done: The code was optimized..."."""
+        if outcome.ok:
+            self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
+        if outcome.ok and tool == "modify_train_py":
+            return result_text(tool, outcome)
+        return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, used)}"
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""

@@ -247,7 +247,8 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     third = [m["content"] for m in bodies[2]["messages"]]
     assert third[-2] == "I would make it faster." and "whole new train.py" in third[-1]
     fourth = [m["content"] for m in bodies[3]["messages"]]
-    assert fourth[-1].startswith("train.py is now v3")  # the revert
+    assert fourth[-1].startswith("train.py is now v3")  # the revert, then what to send next
+    assert fourth[-1].endswith("or REVERT v<N> with N from 1 to 3; or DONE: <reason>.")
     conn = sqlite3.connect(tmp_path / "runs.db")
     try:
         versions = conn.execute(
