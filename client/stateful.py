@@ -236,6 +236,10 @@ class StatefulAgent(Agent):
         if code is None:
             outcome = await self._text_call(turn, "revert_train_py", {"version": version})
             turn.user.text = self._text_result("revert_train_py", outcome, used)
+            if outcome.ok:
+                # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
+                # call, so they count toward --max-failures' streak like any call that recorded nothing.
+                self.failures += 1
             return turn
         arguments = {"description": describe_reply(text), "source": code}
         changed = await self._text_call(turn, "modify_train_py", arguments)

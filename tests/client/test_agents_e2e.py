@@ -303,6 +303,26 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
     assert result.refusals == {"unparsed_reply": 2, "unknown_version": 2}
 
 
+@pytest.mark.asyncio
+async def test_reverting_back_and_forth_without_benchmarking_ends_on_the_failure_streak(
+    tmp_path: Path, server_env: None
+):
+    """Seed 456 on the real model: REVERT v3, v4, v3, v4... one free call each, never an experiment."""
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
+            *(chat_completion(f"REVERT v{v}") for v in (1, 2, 1, 2)),
+        )
+        args = args_for(
+            tmp_path,
+            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "5", "--max-failures", "3"),
+            *("--code-replies", "text"),
+        )
+        result = await run_session(args, mode="stateful", seed=42)
+    assert result.stop_reason == "failures" and result.experiments == 1 and result.llm_calls == 4
+
+
 @pytest.mark.parametrize("value", ["3", "-0.1", "warm"])
 def test_an_out_of_range_temperature_is_refused_before_anything_starts(
     value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
