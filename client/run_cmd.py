@@ -203,7 +203,12 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="stateful window: 'auto' (default: messages since the last experiment) or N messages (paper: 20)",
     )
-    parser.add_argument("--max-failures", type=int, default=5, help="stop after this many failures in a row")
+    parser.add_argument(
+        "--max-failures",
+        type=int,
+        default=5,
+        help="stop after this many calls in a row without a good experiment (refusals, crashes, reverts)",
+    )
     parser.add_argument(
         "--from-run",
         metavar="ID|latest",
