@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.hpo_covertype.data import _split_arrays, prepare_split
@@ -92,16 +93,20 @@ def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics
     assert result.is_new_best and result.budget_left == 2
 
 
-def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_score(settings):
+SCORING = "    harness.evaluate(model.predict(data.X_test))\n"
+
+
+def experiment_with_scoring_as(settings, scoring: str) -> Experiment:
+    """One small experiment on a train.py whose scoring line is replaced by `scoring`."""
     service = service_for(settings)
     run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
-    current = service.current_artifact(run.id).source
-    lazy = current.replace(
-        "    harness.evaluate(model.predict(data.X_test))\n",
-        "    if False:\n        harness.evaluate(model.predict(data.X_test))\n",
-    )
-    service.modify_artifact(run.id, "skip scoring", lazy, None)
-    exp = service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 2}, None).experiment
+    source = service.current_artifact(run.id).source.replace(SCORING, scoring)
+    service.modify_artifact(run.id, "changed scoring", source, None)
+    return service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 2}, None).experiment
+
+
+def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_score(settings):
+    exp = experiment_with_scoring_as(settings, "    if False:\n    " + SCORING)
     assert exp.status == "crash" and "without calling harness.evaluate" in (exp.error_tail or "")
 
 
@@ -162,15 +167,8 @@ def test_without_a_csv_the_real_loader_downloads_covertype(settings, monkeypatch
 
 
 def test_a_training_past_the_configured_wall_clock_limit_is_killed_and_recorded_as_a_timeout(settings):
-    service = service_for(settings.model_copy(update={"hpo_wall_s": 2}))
-    run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
-    current = service.current_artifact(run.id).source
-    stuck = current.replace(
-        "    harness.evaluate(model.predict(data.X_test))\n",
-        "    while True:\n        pass\n    harness.evaluate(model.predict(data.X_test))\n",
-    )
-    service.modify_artifact(run.id, "never finishes", stuck, None)
-    exp = service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 2}, None).experiment
+    stuck = "    while True:\n        pass\n" + SCORING
+    exp = experiment_with_scoring_as(settings.model_copy(update={"hpo_wall_s": 2}), stuck)
     assert exp.status == "timeout" and "wall-clock limit of 2 s" in (exp.error_tail or "")
 
 
