@@ -11,7 +11,10 @@ from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
 from autoresearch_mcp.client.meter import Transcript, input_tokens
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
-StopReason = Literal["budget", "target", "llm-done", "failures", "call-limit", "llm-error", "token-budget"]
+# "stopped": something other than this agent finished the run (a host's finish_run, the dashboard).
+StopReason = Literal[
+    "budget", "target", "llm-done", "stopped", "failures", "call-limit", "llm-error", "token-budget"
+]
 Progress = Callable[[dict[str, Any]], None]
 
 
@@ -79,7 +82,7 @@ def check(run: Run, failures: int, config: AgentConfig, calls: int) -> tuple[Sto
     if run.status == "converged":
         return "target", f"target reached ({run.best.metric:.4f})" if run.best else "target reached"
     if run.status == "stopped":
-        return "llm-done", run.finish_reason or "stopped"
+        return "stopped", f"finished outside this agent: {run.finish_reason or 'no reason given'}"
     if failures >= config.max_failures:
         return "failures", f"{failures} failures in a row"
     if calls >= config.max_calls:

@@ -11,6 +11,7 @@ import pytest
 from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.transcript import load_transcript
+from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from conftest import TESTS_DIR
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
@@ -156,6 +157,31 @@ async def test_the_stateless_baseline_sends_one_growing_message_through_the_real
     assert "Iter 1: F1=" in prompts[2] and '"x": 0.5' in prompts[2]
     assert len(prompts[2]) > len(prompts[0])
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.5, 0.2]
+
+
+@pytest.mark.asyncio
+async def test_a_run_finished_from_outside_the_agent_stops_it_with_its_own_reason_not_as_the_models_done(
+    tmp_path: Path, server_env: None
+):
+    db = tmp_path / "runs.db"
+
+    def another_host_finishes_the_run(body: dict[str, Any]) -> Any:
+        # What a second host's finish_run (or the dashboard) does to the shared database mid-run.
+        store = Store(db)
+        (run,) = store.list_runs(status="running")
+        store.set_run_status(run.id, "stopped", "stopped from the dashboard")
+        return chat_completion('{"x": 0.2, "y": -0.1}')
+
+    with FakeOpenAIServer(handler=another_host_finishes_the_run) as fake:
+        fake.enqueue(chat_completion('{"x": 0.5, "y": 0.0}'))
+        args = args_for(
+            tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
+            "--iterations", "5",
+        )  # fmt: skip
+        result = await run_session(args, mode="stateless", seed=7)
+    assert result.stop_reason == "stopped" and result.experiments == 1
+    assert result.detail == "finished outside this agent: stopped from the dashboard"
+    assert [json.loads(row[2])["x"] for row in experiments(db)] == [0.5]
 
 
 @pytest.mark.asyncio
