@@ -3,6 +3,7 @@ from the server), and the stateless baseline's single message in the paper's for
 then one line per earlier HPO experiment or every earlier version of the code in full, then the request
 for the next proposal)."""
 
+import ast
 import json
 import re
 from typing import Any
@@ -17,13 +18,19 @@ from autoresearch_mcp.contract.variety import least_varied_first
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 # The request that ends a turn under the text protocol: "Next?" alone drew status reports ("Done: the
 # sorting was replaced...") from Qwen2.5-Coder-1.5B instead of code.
-TEXT_TURN = "Next? One line on what you change, then the whole new train.py in one ```python block."
+TEXT_TURN = "Next? One line on what you change, then SEARCH/REPLACE edits (or the whole new train.py)."
+# The edit form text replies use: the one Qwen2.5-Coder knows (aider's); the 1.5B model copying the
+# whole 148-line train.py dropped lines in most replies and spent 50-110 s a call on it.
+EDIT_FORM = (
+    "<<<<<<< SEARCH\n(lines copied from the current train.py)\n=======\n(the new lines)\n>>>>>>> REPLACE"
+)
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (
     "You improve train.py autonomously. Each turn shows the run's summary and the current train.py. "
-    "Reply with one line saying what you change and why, then the whole new train.py in one ```python "
-    "block; each new version is run and measured at once. To go back to version N, reply REVERT v<N>. "
-    "When no idea is left, reply DONE: <reason>."
+    "Reply with one line saying what you change and why, then one or more edits, each in this form:\n"
+    f"{EDIT_FORM}\n"
+    "(or the whole new train.py in one ```python block). Each new version is run and measured at once. "
+    "To go back to version N, reply REVERT v<N>. When no idea is left, reply DONE: <reason>."
 )
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
@@ -37,7 +44,10 @@ def says_done(reply: str) -> bool:
 def text_format(latest_version: int, used: int) -> str:
     """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
     "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran."""
-    options = ["one line saying what you change, then the whole new train.py in one ```python block"]
+    options = [
+        "one line saying what you change, then SEARCH/REPLACE edits (or the whole new train.py in one "
+        "```python block)"
+    ]
     if latest_version > 1:
         options.append(f"REVERT v<N> with N from 1 to {latest_version}")
     if used > 0:
@@ -47,7 +57,9 @@ def text_format(latest_version: int, used: int) -> str:
 
 def text_nudge(reply: str, latest_version: int, used: int) -> str:
     """The answer to a text reply the agent could not use: what was wrong with it, then the format."""
-    if "```" in reply:
+    if "SEARCH" in reply.upper() and "REPLACE" in reply.upper():
+        wrong = f"Your edit was not in the form the agent reads; write each edit as:\n{EDIT_FORM}\n"
+    elif "```" in reply:
         wrong = "Your code block held no whole train.py (no `def`): the reply ended early."
     elif says_done(reply) and used == 0:
         wrong = "No version has been benchmarked yet: DONE is early."
@@ -204,6 +216,64 @@ def describe_reply(text: str, limit: int = 200) -> str:
         if line and not line.upper().startswith("CODE:"):
             return line[:limit]
     return "a new version (the reply said nothing about it)"
+
+
+# aider's markers (5 to 9 characters each), or a SEARCH label over a fenced block and a REPLACE label
+# over another: Qwen2.5-Coder-1.5B wrote both.
+_MARKED_EDIT = re.compile(
+    r"^[ \t]*<{5,9}[ \t]*SEARCH[^\n]*\n(.*?)^[ \t]*={5,9}[ \t]*\n(.*?)^[ \t]*>{5,9}[ \t]*REPLACE",
+    re.DOTALL | re.MULTILINE,
+)
+_LABELLED_EDIT = re.compile(
+    r"^[^\w\n]*SEARCH\b[^\n]*\n\s*```[^\n]*\n(.*?)```[^\n]*\n\s*[^\w\n]*REPLACE\b[^\n]*\n\s*```[^\n]*\n(.*?)```",
+    re.DOTALL | re.MULTILINE | re.IGNORECASE,
+)
+
+
+def parse_edits(text: str) -> list[tuple[str, str]] | None:
+    """SEARCH/REPLACE edits in a text reply, in order, as modify_train_py's (search, replace) pairs;
+    None when the reply holds none. The agent sends them as written: the server applies them or
+    says why not."""
+    edits = [(_unfenced(a), _unfenced(b)) for a, b in _MARKED_EDIT.findall(text)]
+    if not edits:
+        edits = [(a, b) for a, b in _LABELLED_EDIT.findall(text)]
+    return edits or None
+
+
+def _unfenced(part: str) -> str:
+    """An edit part without the ``` lines some models put inside the markers."""
+    lines = part.split("\n")
+    while lines and (lines[0].strip().startswith("```") or not lines[0].strip()):
+        lines.pop(0)
+    while lines and (lines[-1].strip().startswith("```") or not lines[-1].strip()):
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def cut_off(code: str, current: str) -> str | None:
+    """Why a whole-file reply is plainly the start of one (None if it is not): a function that returns
+    a value in the current train.py and, in the reply, never does. Taken as the whole file, the 1.5B
+    model's first 11 lines of a 148-line function became train.py v3, every later version built on it."""
+    try:
+        new, old = ast.parse(code), ast.parse(current)
+    except SyntaxError:
+        return None  # the server's check says what is wrong with it
+    returning = {f.name for f in _functions(old) if _returns_value(f)}
+    for function in _functions(new):
+        if function.name in returning and not _returns_value(function):
+            return (
+                f"Your python block's {function.name} never returns a value (train.py's does): it looks "
+                "like part of the file. Send the part you change as SEARCH/REPLACE edits, or the whole file."
+            )
+    return None
+
+
+def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def _returns_value(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(function))
 
 
 def parse_code(text: str) -> str | None:

@@ -31,8 +31,10 @@ from autoresearch_mcp.client.prompts import (
     NUDGE,
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
+    cut_off,
     describe_reply,
     parse_code,
+    parse_edits,
     parse_revert,
     repeat_hint,
     says_done,
@@ -112,6 +114,7 @@ class StatefulAgent(Agent):
     turns: list[Turn]  # every exchange of this run; the window is chosen from them
     repeats: int  # exact-repeat refusals so far
     latest_version: int  # text replies: the newest train.py version the model was told of
+    current_code: str  # code tasks: train.py as the last request showed it
 
     async def run(self) -> AgentResult:
         self.turns, self.repeats, self.latest_version = [], 0, 1
@@ -131,6 +134,7 @@ class StatefulAgent(Agent):
             window = select_window(self.turns, self.config.window)
             summary = await self.rc.summary(self.run_id)
             code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
+            self.current_code = code or ""
             request_text = TEXT_TURN if text_mode else task.agent.turn
             messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
             for turn in window:
@@ -225,15 +229,23 @@ class StatefulAgent(Agent):
         version's description."""
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
-        code, version = parse_code(text), parse_revert(text)
-        if code is None and version is None:
+        edits = parse_edits(text)
+        code = None if edits else parse_code(text)
+        version = None if edits or code else parse_revert(text)
+        why_not = cut_off(code, self.current_code) if code is not None else None
+        if why_not is not None:
+            self.failures += 1
+            self.refused(kind="cut_off_code")
+            turn.user.text, turn.refused = f"{why_not} {text_format(self.latest_version, used)}", True
+            return turn
+        if edits is None and code is None and version is None:
             if says_done(text) and used > 0:
                 return ("llm-done", text.strip()[:300])
             self.failures += 1
             self.refused(kind="unparsed_reply")
             turn.user.text, turn.refused = text_nudge(text, self.latest_version, used), True
             return turn
-        if code is None:
+        if edits is None and code is None:
             outcome = await self._text_call(turn, "revert_train_py", {"version": version})
             turn.user.text = self._text_result("revert_train_py", outcome, used)
             if outcome.ok:
@@ -241,7 +253,11 @@ class StatefulAgent(Agent):
                 # call, so they count toward --max-failures' streak like any call that recorded nothing.
                 self.failures += 1
             return turn
-        arguments = {"description": describe_reply(text), "source": code}
+        arguments: dict[str, Any] = {"description": describe_reply(text)}
+        if edits is not None:
+            arguments["edits"] = [{"search": search, "replace": replace} for search, replace in edits]
+        else:
+            arguments["source"] = code
         changed = await self._text_call(turn, "modify_train_py", arguments)
         turn.user.text = self._text_result("modify_train_py", changed, used)
         if not changed.ok:

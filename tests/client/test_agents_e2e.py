@@ -3,6 +3,7 @@ talking to local fake LLM endpoints, and with the scripted backend."""
 
 import json
 import sqlite3
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.run_cmd import run_session
+from autoresearch_mcp.contract.edits import EditError, apply_edits
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
@@ -269,7 +271,7 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     assert "```python block" in bodies[0]["messages"][0]["content"]  # the text protocol's system prompt
     second = bodies[1]["messages"][1]["content"]
     assert "(#1, train.py v2)" in second and "train.py (current)" in second  # its benchmark, new code
-    assert second.endswith("then the whole new train.py in one ```python block.")  # the format, each turn
+    assert second.endswith("then SEARCH/REPLACE edits (or the whole new train.py).")  # the format, each turn
     third = [m["content"] for m in bodies[2]["messages"]]
     assert third[-2] == "I would make it faster." and "whole new train.py" in third[-1]
     fourth = [m["content"] for m in bodies[3]["messages"]]
@@ -289,6 +291,62 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     ]
     assert versions[1][2] == faster and versions[3][2] == fastest  # sent as written
     assert [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok", "ok"]
+
+
+@pytest.mark.asyncio
+async def test_text_replies_may_be_search_replace_edits_copied_flush_left_and_a_cut_off_file_is_refused(
+    tmp_path: Path, server_env: None
+):
+    """What Qwen2.5-Coder-1.5B wrote once asked for edits: aider's markers, or SEARCH and REPLACE labels
+    over fenced blocks, the code flush left. The agent sends them as modify_train_py's edits, the server
+    applies them where the lines match at one place with the indentation shifted alike. A python block
+    that is only the start of the file (its function returns nothing) is refused, not made train.py."""
+    ((search, replace),) = rewrites.REWRITES[0].edits
+    flush_left = textwrap.dedent(search)
+    fragment = "def process_records(records):\n    data = list(records)\n"
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(
+                f"Read the records in place.\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE"
+            ),
+            chat_completion(f"Start of a rewrite.\n```python\n{fragment}```"),
+            chat_completion(
+                "Drop the copy loop.\nSEARCH:\n```python\n    data = records\n```\n"
+                "REPLACE:\n```python\n    data = list(records)\n```"
+            ),
+            chat_completion(f"Flush left.\n<<<<<<< SEARCH\n{flush_left}=======\nx = 1\n>>>>>>> REPLACE"),
+        )
+        args = args_for(
+            tmp_path,
+            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
+        )
+        result = await run_session(args, mode="stateful", seed=42)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 3
+    assert result.refusals == {"cut_off_code": 1}
+    assert "<<<<<<< SEARCH" in bodies[0]["messages"][0]["content"]  # the system prompt shows the form
+    refused = bodies[2]["messages"][-1]["content"]
+    assert refused.startswith("Your python block's process_records never returns a value (train.py's does)")
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    try:
+        sources = [row[0] for row in conn.execute("SELECT source FROM artifacts ORDER BY version")]
+    finally:
+        conn.close()
+    assert sources[1] == rewrites.source_after(1)  # the marked edit, applied as written
+    assert sources[2] == sources[1].replace("    data = records\n", "    data = list(records)\n")
+    assert len(sources) == 3 and [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok", "ok"]
+
+
+def test_an_edit_copied_with_its_indentation_shifted_applies_only_where_exactly_one_place_matches():
+    source = "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
+    shifted = apply_edits(source, [("for x in xs:\n    total += x\n", "total = sum(xs)\n")])
+    assert shifted == "def f(xs):\n    total = 0\n    total = sum(xs)\n    return total\n"
+    with pytest.raises(EditError, match="not found"):  # relative indentation must still match
+        apply_edits(source, [("for x in xs:\ntotal += x\n", "pass\n")])
+    twice = source + "def g(xs):\n    for x in xs:\n        total += x\n"
+    with pytest.raises(EditError, match="not found"):  # two places: ambiguous, nothing applied
+        apply_edits(twice, [("for x in xs:\n    total += x\n", "pass\n")])
 
 
 @pytest.mark.asyncio
@@ -320,7 +378,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
     assert result.detail == "Done: No further changes necessary."
     cut_off, no_such_version, early_done, measured, no_version_7 = answers
     assert cut_off.startswith("Your code block held no whole train.py")
-    assert "no version 3" in no_such_version and no_such_version.endswith("in one ```python block.")
+    assert "no version 3" in no_such_version and no_such_version.endswith("in one ```python block).")
     assert all("REVERT" not in a and "DONE" not in a for a in (cut_off, no_such_version))
     assert early_done.startswith("No version has been benchmarked yet: DONE is early.")
     assert "(#1, train.py v2)" in measured  # a new turn: the window starts after an experiment

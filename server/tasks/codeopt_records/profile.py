@@ -2,8 +2,8 @@
 
 One tool call per reply (servers that force a tool choice allow no more): the model edits, the agent
 benchmarks each accepted edit itself and shows the result. A model that cannot write code inside a JSON
-string (small local ones break off at the first quote) answers in text instead: the whole file in a
-python block, which the agent sends as modify_train_py's source.
+string (small local ones break off at the first quote) answers in text instead: SEARCH/REPLACE edits
+(or the whole file in a python block), which the agent sends as modify_train_py's edits (or source).
 """
 
 from autoresearch_mcp.contract.models import AgentProfile
@@ -30,9 +30,11 @@ PROFILE = AgentProfile(
     text_system_prompt=(
         "You make the Python function in train.py faster autonomously; its output must stay identical. "
         "Each turn shows the run's summary and the current train.py. Reply with one line saying what "
-        "you change and why, then the whole new train.py in one ```python block. Each new version is "
-        "benchmarked at once: correctness on fresh inputs, then the speedup against the original. If a "
-        "version was wrong or slower, reply REVERT v<N> to go back to version N. When no idea is left, "
-        "reply DONE: <reason>."
+        "you change and why, then one or more edits, each in this form:\n"
+        "<<<<<<< SEARCH\n(lines copied from the current train.py)\n=======\n(the new lines)\n"
+        ">>>>>>> REPLACE\n"
+        "(or the whole new train.py in one ```python block). Each new version is benchmarked at once: "
+        "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
+        "slower, reply REVERT v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
     ),
 )
