@@ -20,15 +20,20 @@ NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 # sorting was replaced...") from Qwen2.5-Coder-1.5B instead of code.
 TEXT_TURN = "Next? One line on what you change, then SEARCH/REPLACE edits (or the whole new train.py)."
 # The edit form text replies use: the one Qwen2.5-Coder knows (aider's); the 1.5B model copying the
-# whole 148-line train.py dropped lines in most replies and spent 50-110 s a call on it.
+# whole 148-line train.py dropped lines in most replies and spent 50-110 s a call on it. A concrete
+# example, not placeholders: shown "(lines copied from the current train.py)", it sent the markers empty.
 EDIT_FORM = (
-    "<<<<<<< SEARCH\n(lines copied from the current train.py)\n=======\n(the new lines)\n>>>>>>> REPLACE"
+    "<<<<<<< SEARCH\n    for i in range(len(items)):\n        total += items[i]\n=======\n"
+    "    for item in items:\n        total += item\n>>>>>>> REPLACE"
+)
+EDIT_RULE = (
+    "An edit copies lines from the current train.py after SEARCH and gives their new version after ======="
 )
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (
     "You improve train.py autonomously. Each turn shows the run's summary and the current train.py. "
-    "Reply with one line saying what you change and why, then one or more edits, each in this form:\n"
-    f"{EDIT_FORM}\n"
+    f"Reply with one line saying what you change and why, then one or more edits. {EDIT_RULE}, for "
+    f"example:\n{EDIT_FORM}\n"
     "(or the whole new train.py in one ```python block). Each new version is run and measured at once. "
     "To go back to version N, reply REVERT v<N>. When no idea is left, reply DONE: <reason>."
 )
@@ -58,7 +63,7 @@ def text_format(latest_version: int, used: int) -> str:
 def text_nudge(reply: str, latest_version: int, used: int) -> str:
     """The answer to a text reply the agent could not use: what was wrong with it, then the format."""
     if "SEARCH" in reply.upper() and "REPLACE" in reply.upper():
-        wrong = f"Your edit was not in the form the agent reads; write each edit as:\n{EDIT_FORM}\n"
+        wrong = f"Your edit was not in the form the agent reads. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
     elif "```" in reply:
         wrong = "Your code block held no whole train.py (no `def`): the reply ended early."
     elif says_done(reply) and used == 0:
@@ -218,30 +223,76 @@ def describe_reply(text: str, limit: int = 200) -> str:
     return "a new version (the reply said nothing about it)"
 
 
-# aider's markers (5 to 9 characters each), or a SEARCH label over a fenced block and a REPLACE label
-# over another: Qwen2.5-Coder-1.5B wrote both.
-_MARKED_EDIT = re.compile(
-    r"^[ \t]*<{5,9}[ \t]*SEARCH[^\n]*\n(.*?)^[ \t]*={5,9}[ \t]*\n(.*?)^[ \t]*>{5,9}[ \t]*REPLACE",
-    re.DOTALL | re.MULTILINE,
-)
+# Edits in the forms Qwen2.5-Coder-1.5B wrote when asked for aider's: the search lines end at a
+# ======= line and start after a SEARCH line (with or without <<<<<<<) or an opening ``` fence; the
+# replacement runs to >>>>>>> REPLACE, a closing fence or the end. Or SEARCH and REPLACE labels over
+# fenced blocks (the SEARCH label sometimes left out), or `Search: `...`` / `Replace: `...`` on one line.
+_DIVIDER = re.compile(r"^\s*={5,9}\s*$")
+_SEARCH_LINE = re.compile(r"^[\s<*#`]*SEARCH\b", re.IGNORECASE)
+_FENCE = re.compile(r"^\s*```")
+_REPLACE_END = re.compile(r"^\s*>{5,9}|^[\s*#`]*REPLACE\W*$", re.IGNORECASE)
 _LABELLED_EDIT = re.compile(
-    r"^[^\w\n]*SEARCH\b[^\n]*\n\s*```[^\n]*\n(.*?)```[^\n]*\n\s*[^\w\n]*REPLACE\b[^\n]*\n\s*```[^\n]*\n(.*?)```",
+    r"(?:^[^\w\n]*SEARCH\b[^\n]*\n\s*)?```[^\n]*\n(.*?)```[^\n]*\n\s*[^\w\n]*REPLACE\b[^\n]*\n\s*```[^\n]*\n(.*?)```",
     re.DOTALL | re.MULTILINE | re.IGNORECASE,
+)
+_INLINE_EDIT = re.compile(
+    r"^[^\w\n]*SEARCH\W*`([^`\n]+)`[^\n]*\n[^\w\n]*REPLACE\W*(?:WITH\W*)?`([^`\n]*)`",
+    re.MULTILINE | re.IGNORECASE,
 )
 
 
 def parse_edits(text: str) -> list[tuple[str, str]] | None:
     """SEARCH/REPLACE edits in a text reply, in order, as modify_train_py's (search, replace) pairs;
-    None when the reply holds none. The agent sends them as written: the server applies them or
-    says why not."""
-    edits = [(_unfenced(a), _unfenced(b)) for a, b in _MARKED_EDIT.findall(text)]
+    None when the reply holds none. The agent sends them as written (an empty search is refused
+    before that): the server applies them or says why not."""
+    edits = _divided_edits(text.split("\n"))
     if not edits:
         edits = [(a, b) for a, b in _LABELLED_EDIT.findall(text)]
+    if not edits:
+        edits = [(f"{a}\n", f"{b}\n") for a, b in _INLINE_EDIT.findall(text)]
     return edits or None
 
 
+def _divided_edits(lines: list[str]) -> list[tuple[str, str]]:
+    edits: list[tuple[str, str]] = []
+    done = 0  # lines before this belong to an earlier edit
+    for divider in range(len(lines)):
+        if divider < done or not _DIVIDER.match(lines[divider]):
+            continue
+        start = next(
+            (i for i in range(divider - 1, done - 1, -1) if _SEARCH_LINE.match(lines[i])),
+            None,
+        )
+        if start is None:  # no SEARCH line: the search lines open with a fence
+            start = next(
+                (
+                    i
+                    for i in range(divider - 1, done - 1, -1)
+                    if _FENCE.match(lines[i]) and any(line.strip() for line in lines[i + 1 : divider])
+                ),
+                None,
+            )
+        if start is None:
+            continue
+        end = next(
+            (
+                i
+                for i in range(divider + 1, len(lines))
+                if _REPLACE_END.match(lines[i])
+                or _DIVIDER.match(lines[i])
+                or (_FENCE.match(lines[i]) and any(line.strip() for line in lines[divider + 1 : i]))
+            ),
+            len(lines),
+        )
+        edits.append(
+            (_unfenced("\n".join(lines[start + 1 : divider])), _unfenced("\n".join(lines[divider + 1 : end])))
+        )
+        done = end + 1
+    return edits
+
+
 def _unfenced(part: str) -> str:
-    """An edit part without the ``` lines some models put inside the markers."""
+    """An edit part without the ``` lines some models put around it, and without blank edge lines."""
     lines = part.split("\n")
     while lines and (lines[0].strip().startswith("```") or not lines[0].strip()):
         lines.pop(0)

@@ -27,6 +27,8 @@ from autoresearch_mcp.client.check import (
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.prompts import (
+    EDIT_FORM,
+    EDIT_RULE,
     NO_EXPERIMENT_YET,
     NUDGE,
     TEXT_SYSTEM_PROMPT,
@@ -232,10 +234,17 @@ class StatefulAgent(Agent):
         edits = parse_edits(text)
         code = None if edits else parse_code(text)
         version = None if edits or code else parse_revert(text)
-        why_not = cut_off(code, self.current_code) if code is not None else None
+        why_not, kind = (cut_off(code, self.current_code), "cut_off_code") if code is not None else (None, "")
+        if edits is not None and any(not search.strip() for search, _ in edits):
+            # Refused here: the server's answer ("edits.0.search: String should have at least 1
+            # character") read as a request to rename a variable called search, six times over.
+            why_not, kind = (
+                f"Your edit's SEARCH part was empty. {EDIT_RULE}, for example:\n{EDIT_FORM}\n",
+                "empty_edit",
+            )
         if why_not is not None:
             self.failures += 1
-            self.refused(kind="cut_off_code")
+            self.refused(kind=kind)
             turn.user.text, turn.refused = f"{why_not} {text_format(self.latest_version, used)}", True
             return turn
         if edits is None and code is None and version is None:

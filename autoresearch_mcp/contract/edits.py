@@ -10,9 +10,9 @@ class EditError(ValueError):
 def apply_edits(source: str, edits: list[tuple[str, str]]) -> str:
     """Apply (search, replace) pairs in order; each search text must occur exactly once. A search text
     found nowhere as written but, as whole lines, at exactly one place once its indentation is shifted
-    by a uniform amount is applied there, its replacement shifted by the same amount: small models copy
-    code blocks flush left (Qwen2.5-Coder-1.5B did, in every edit it wrote); the lines must still match
-    exactly, relative indentation included."""
+    by a uniform amount is applied there, its replacement indented to start where the matched lines do:
+    small models copy code flush left (Qwen2.5-Coder-1.5B did, in most edits it wrote); the lines must
+    still match exactly, relative indentation included."""
     if not edits:
         raise EditError("edits is empty; give at least one {search, replace}")
     for number, (search, replace) in enumerate(edits, start=1):
@@ -41,8 +41,8 @@ def _indent(line: str) -> int:
 
 def _apply_shifted(source: str, search: str, replace: str) -> str | None:
     """`search` matched line by line at one place with every line's indentation shifted by the same
-    number of spaces; the source with that place replaced by `replace`, shifted alike. None where no
-    place or more than one matches."""
+    number of spaces; the source with that place replaced by `replace`. None where no place or more
+    than one matches."""
     wanted = search.strip("\n").split("\n")
     lines = source.split("\n")
     width = len(wanted)
@@ -54,13 +54,14 @@ def _apply_shifted(source: str, search: str, replace: str) -> str | None:
             places.append((start, shift))
     if len(places) != 1:
         return None
-    start, shift = places[0]
-    new = [
-        (" " * shift + line if shift >= 0 else line[min(-shift, _indent(line)) :]) if line.strip() else ""
-        for line in replace.strip("\n").split("\n")
-    ]
-    if not replace.strip("\n"):
-        new = []
+    start, _ = places[0]
+    # The replacement keeps its own relative indentation, its outermost lines where the matched ones
+    # start: the model's indentation is what failed to match, and it got the replacement's right as
+    # often as not (shifting it by the search's offset doubled that).
+    written = [line for line in replace.strip("\n").split("\n")] if replace.strip("\n") else []
+    base = min((_indent(line) for line in written if line.strip()), default=0)
+    at = min(_indent(line) for line in lines[start : start + width] if line.strip())
+    new = [" " * at + line[base:] if line.strip() else "" for line in written]
     return "\n".join(lines[:start] + new + lines[start + width :])
 
 

@@ -30,9 +30,10 @@ PROFILE = AgentProfile(
     text_system_prompt=(
         "You make the Python function in train.py faster autonomously; its output must stay identical. "
         "Each turn shows the run's summary and the current train.py. Reply with one line saying what "
-        "you change and why, then one or more edits, each in this form:\n"
-        "<<<<<<< SEARCH\n(lines copied from the current train.py)\n=======\n(the new lines)\n"
-        ">>>>>>> REPLACE\n"
+        "you change and why, then one or more edits. An edit copies lines from the current train.py "
+        "after SEARCH and gives their new version after =======, for example:\n"
+        "<<<<<<< SEARCH\n    for i in range(len(items)):\n        total += items[i]\n=======\n"
+        "    for item in items:\n        total += item\n>>>>>>> REPLACE\n"
         "(or the whole new train.py in one ```python block). Each new version is benchmarked at once: "
         "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
         "slower, reply REVERT v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
