@@ -3,7 +3,6 @@ talking to local fake LLM endpoints, and with the scripted backend."""
 
 import json
 import sqlite3
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,6 @@ import pytest
 
 from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.run_cmd import run_session
-from autoresearch_mcp.contract.edits import EditError, apply_edits
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
@@ -294,15 +292,14 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
 
 
 @pytest.mark.asyncio
-async def test_text_replies_may_be_search_replace_edits_copied_flush_left_and_a_cut_off_file_is_refused(
+async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_off_file_is_refused(
     tmp_path: Path, server_env: None
 ):
     """What Qwen2.5-Coder-1.5B wrote once asked for edits: aider's markers, or SEARCH and REPLACE labels
-    over fenced blocks, the code flush left. The agent sends them as modify_train_py's edits, the server
-    applies them where the lines match at one place with the indentation shifted alike. A python block
-    that is only the start of the file (its function returns nothing) is refused, not made train.py."""
+    over fenced blocks, and empty markers. The agent sends edits as modify_train_py's
+    edits; an empty SEARCH is refused with the rule. A python block that is only the start of the file
+    (its function returns nothing) is refused, not made train.py."""
     ((search, replace),) = rewrites.REWRITES[0].edits
-    flush_left = textwrap.dedent(search)
     fragment = "def process_records(records):\n    data = list(records)\n"
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -310,11 +307,11 @@ async def test_text_replies_may_be_search_replace_edits_copied_flush_left_and_a_
                 f"Read the records in place.\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE"
             ),
             chat_completion(f"Start of a rewrite.\n```python\n{fragment}```"),
+            chat_completion('Change: Replace "active".\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE'),
             chat_completion(
                 "Drop the copy loop.\nSEARCH:\n```python\n    data = records\n```\n"
                 "REPLACE:\n```python\n    data = list(records)\n```"
             ),
-            chat_completion(f"Flush left.\n<<<<<<< SEARCH\n{flush_left}=======\nx = 1\n>>>>>>> REPLACE"),
         )
         args = args_for(
             tmp_path,
@@ -323,11 +320,15 @@ async def test_text_replies_may_be_search_replace_edits_copied_flush_left_and_a_
         )
         result = await run_session(args, mode="stateful", seed=42)
         bodies = fake.bodies("/chat/completions")
-    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 3
-    assert result.refusals == {"cut_off_code": 1}
+    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 4
+    assert result.refusals == {"cut_off_code": 1, "empty_edit": 1}
     assert "<<<<<<< SEARCH" in bodies[0]["messages"][0]["content"]  # the system prompt shows the form
     refused = bodies[2]["messages"][-1]["content"]
     assert refused.startswith("Your python block's process_records never returns a value (train.py's does)")
+    empty = bodies[3]["messages"][-1]["content"]
+    assert empty.startswith(
+        "Your edit's SEARCH part was empty. An edit copies lines from the current train.py"
+    )
     conn = sqlite3.connect(tmp_path / "runs.db")
     try:
         sources = [row[0] for row in conn.execute("SELECT source FROM artifacts ORDER BY version")]
@@ -336,17 +337,6 @@ async def test_text_replies_may_be_search_replace_edits_copied_flush_left_and_a_
     assert sources[1] == rewrites.source_after(1)  # the marked edit, applied as written
     assert sources[2] == sources[1].replace("    data = records\n", "    data = list(records)\n")
     assert len(sources) == 3 and [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok", "ok"]
-
-
-def test_an_edit_copied_with_its_indentation_shifted_applies_only_where_exactly_one_place_matches():
-    source = "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
-    shifted = apply_edits(source, [("for x in xs:\n    total += x\n", "total = sum(xs)\n")])
-    assert shifted == "def f(xs):\n    total = 0\n    total = sum(xs)\n    return total\n"
-    with pytest.raises(EditError, match="not found"):  # relative indentation must still match
-        apply_edits(source, [("for x in xs:\ntotal += x\n", "pass\n")])
-    twice = source + "def g(xs):\n    for x in xs:\n        total += x\n"
-    with pytest.raises(EditError, match="not found"):  # two places: ambiguous, nothing applied
-        apply_edits(twice, [("for x in xs:\n    total += x\n", "pass\n")])
 
 
 @pytest.mark.asyncio

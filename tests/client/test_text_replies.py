@@ -1,0 +1,157 @@
+"""Reading text replies: the edit forms Qwen2.5-Coder-1.5B wrote when asked for SEARCH/REPLACE edits
+(the replies below are its own, from probes of codeopt-records' first turn), and the whole-file check."""
+
+import pytest
+
+from autoresearch_mcp.client.prompts import cut_off, parse_code, parse_edits
+from autoresearch_mcp.contract.edits import EditError, apply_edits
+
+AIDER = """Read the records in place.
+```python
+<<<<<<< SEARCH
+    for key in sorted(team_sizes):
+=======
+    for key in team_sizes:
+>>>>>>> REPLACE
+```
+<<<<<<< SEARCH
+a = 1
+=======
+a = 2
+>>>>>>> REPLACE"""
+
+NO_OPENING_MARKER = """Change: Use set() to get unique values and avoid duplicates.
+SEARCH
+    for record in data:
+        copy["skills"] = list(record["skills"])
+=======
+    for record in data:
+        copy["skills"] = set(record["skills"]) # Use set to get unique values
+>>>>>>> REPLACE"""
+
+FENCE_THEN_DIVIDER = """Change: Replace `copy["skills"] = list(record["skills"])` with `copy["skills"] = record["skills"].copy()`
+
+SEARCH/REPLACE edits:
+```python
+for record in records:
+    copy["skills"] = list(record["skills"])
+=======
+    for record in records:
+        copy["skills"] = record["skills"].copy()
+>>>>>>> REPLACE
+```"""
+
+LABELLED_FENCES = """Change: Remove the list comprehension in `department_sizes`.
+SEARCH:
+```python
+for key in sorted(team_sizes):
+```
+REPLACE:
+```python
+for i in range(len(team_sizes)):
+```
+Next? One line on what you change, then SEARCH/REPLACE edits."""
+
+REPLACE_WITH_ONLY = """Remove the sorting in the `team_sizes` loop.
+
+```python
+for key in sorted(team_sizes):
+```
+
+REPLACE with
+
+```python
+for key in team_sizes:
+```
+Benchmarking shows a 20% speedup."""
+
+ONE_LINE = """Change the for loop to use a generator expression.
+
+Search: `salary_max[dept] = record["salary"]`
+Replace: `salary_max = {dept: max(record["salary"] for record in data)}`"""
+
+
+@pytest.mark.parametrize(
+    ("reply", "edits"),
+    [
+        (
+            AIDER,
+            [
+                ("    for key in sorted(team_sizes):\n", "    for key in team_sizes:\n"),
+                ("a = 1\n", "a = 2\n"),
+            ],
+        ),
+        (
+            NO_OPENING_MARKER,
+            [
+                (
+                    '    for record in data:\n        copy["skills"] = list(record["skills"])\n',
+                    '    for record in data:\n        copy["skills"] = set(record["skills"]) # Use set to get unique values\n',
+                )
+            ],
+        ),
+        (
+            FENCE_THEN_DIVIDER,
+            [
+                (
+                    'for record in records:\n    copy["skills"] = list(record["skills"])\n',
+                    '    for record in records:\n        copy["skills"] = record["skills"].copy()\n',
+                )
+            ],
+        ),
+        (LABELLED_FENCES, [("for key in sorted(team_sizes):\n", "for i in range(len(team_sizes)):\n")]),
+        (REPLACE_WITH_ONLY, [("for key in sorted(team_sizes):\n", "for key in team_sizes:\n")]),
+        (
+            ONE_LINE,
+            [
+                (
+                    'salary_max[dept] = record["salary"]\n',
+                    'salary_max = {dept: max(record["salary"] for record in data)}\n',
+                )
+            ],
+        ),
+        ("Change: x\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE", [("", "")]),  # empty: the agent refuses it
+        (
+            "<<<<<<< SEARCH\n```python\na = 1\n```\n=======\n```python\na = 2\n```\n>>>>>>> REPLACE",
+            [("a = 1\n", "a = 2\n")],
+        ),
+    ],
+)
+def test_every_edit_form_the_real_model_wrote_is_read_as_the_search_and_replace_it_meant(
+    reply: str, edits: list[tuple[str, str]]
+):
+    assert parse_edits(reply) == edits
+
+
+def test_replies_without_edits_are_not_taken_for_edits():
+    whole_file = "Faster.\n```python\ndef f(xs):\n    return sum(xs)\n```"
+    assert parse_edits(whole_file) is None and parse_code(whole_file) == "def f(xs):\n    return sum(xs)\n"
+    assert parse_edits("Change: Remove the sorted() calls. SEARCH/REPLACE\n```\nfor d in x:\n```") is None
+    assert parse_edits("REVERT v2") is None
+
+
+SOURCE = "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
+
+
+def test_an_edit_copied_flush_left_applies_where_exactly_one_place_matches_and_the_replacement_lands_there():
+    flush_left = apply_edits(SOURCE, [("for x in xs:\n    total += x\n", "total = sum(xs)\n")])
+    assert flush_left == "def f(xs):\n    total = 0\n    total = sum(xs)\n    return total\n"
+    # A replacement the model did indent is not indented twice.
+    indented = apply_edits(
+        SOURCE, [("for x in xs:\n    total += x\n", "    for x in xs:\n        total += 2 * x\n")]
+    )
+    assert indented == SOURCE.replace("total += x", "total += 2 * x")
+    with pytest.raises(EditError, match="not found"):  # relative indentation must still match
+        apply_edits(SOURCE, [("for x in xs:\ntotal += x\n", "pass\n")])
+    twice = SOURCE + "def g(xs):\n    for x in xs:\n        total += x\n"
+    with pytest.raises(EditError, match="not found"):  # two places: ambiguous, nothing applied
+        apply_edits(twice, [("for x in xs:\n    total += x\n", "pass\n")])
+
+
+def test_a_whole_file_reply_whose_function_stops_returning_is_taken_for_a_cut_off_start():
+    fragment = "def f(xs):\n    total = 0\n"
+    assert cut_off(fragment, SOURCE) is not None and "f never returns a value" in (
+        cut_off(fragment, SOURCE) or ""
+    )
+    assert cut_off("def f(xs):\n    return sum(xs)\n", SOURCE) is None
+    assert cut_off("def f(xs:\n", SOURCE) is None  # a syntax error is the server's to explain
