@@ -68,6 +68,27 @@ def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
     return kept[-(window // 2) :] if window >= 2 else []
 
 
+def text_messages(first: Message, window: list[Turn]) -> list[Message]:
+    """Text replies: the turn message, then the window, where a refused reply is not replayed: only
+    what was wrong with it, added to the user message before it (the latest of a streak). Shown its own
+    refused reply, Qwen2.5-Coder-1.5B sent it again word for word (nine times in a row on one run)."""
+    messages, note = [first], ""
+    for turn in window:
+        if turn.refused:
+            note = f"Your last reply was not used. {turn.user.text}"
+            continue
+        messages = [*_with_note(messages, note), turn.assistant, turn.user]
+        note = ""
+    return _with_note(messages, note)
+
+
+def _with_note(messages: list[Message], note: str) -> list[Message]:
+    if not note:
+        return messages
+    last = messages[-1]
+    return [*messages[:-1], last.model_copy(update={"text": f"{last.text}\n\n{note}".lstrip()})]
+
+
 def _calls_key(turn: Turn) -> str:
     calls = [(c.name, c.arguments, c.parse_error) for c in turn.assistant.tool_calls]
     return json.dumps([turn.assistant.text if not calls else "", calls], sort_keys=True)
@@ -139,8 +160,11 @@ class StatefulAgent(Agent):
             self.current_code = code or ""
             request_text = TEXT_TURN if text_mode else task.agent.turn
             messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
-            for turn in window:
-                messages += [turn.assistant, turn.user]
+            if text_mode:
+                messages = text_messages(messages[0], window)
+            else:
+                for turn in window:
+                    messages += [turn.assistant, turn.user]
             request = LLMRequest(
                 system=system,
                 tools=tools,

@@ -33,6 +33,20 @@ def args_for(tmp_path: Path, *extra: str) -> Any:
     return build_parser().parse_args(["run", "--db", str(tmp_path / "runs.db"), "--quiet", *extra])
 
 
+# The first option every text-protocol answer offers.
+FORMAT = (
+    "Reply with one line saying what you change, then SEARCH/REPLACE edits (or the whole new train.py in "
+    "one ```python block)"
+)
+
+
+def note(body: dict[str, Any]) -> str:
+    """What a text-protocol request says about the model's refused last reply (which it does not replay)."""
+    last = body["messages"][-1]
+    assert last["role"] == "user" and all(m["role"] != "assistant" for m in body["messages"][-2:-1])
+    return last["content"].split("Your last reply was not used. ", 1)[1]
+
+
 def experiments(db: Path) -> list[tuple]:
     conn = sqlite3.connect(db)
     try:
@@ -270,8 +284,10 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     second = bodies[1]["messages"][1]["content"]
     assert "(#1, train.py v2)" in second and "train.py (current)" in second  # its benchmark, new code
     assert second.endswith("then SEARCH/REPLACE edits (or the whole new train.py).")  # the format, each turn
+    # The refused reply is not replayed (the real model copied it word for word): only what was wrong.
     third = [m["content"] for m in bodies[2]["messages"]]
-    assert third[-2] == "I would make it faster." and "whole new train.py" in third[-1]
+    assert len(third) == 2 and "I would make it faster." not in json.dumps(third)
+    assert "Your last reply was not used. Your reply held no ```python block. " + FORMAT in third[-1]
     fourth = [m["content"] for m in bodies[3]["messages"]]
     assert fourth[-1].startswith("train.py is now v3")  # the revert, then what to send next
     assert fourth[-1].endswith("or REVERT v<N> with N from 1 to 3; or DONE: <reason>.")
@@ -323,9 +339,9 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
     assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 4
     assert result.refusals == {"cut_off_code": 1, "empty_edit": 1}
     assert "<<<<<<< SEARCH" in bodies[0]["messages"][0]["content"]  # the system prompt shows the form
-    refused = bodies[2]["messages"][-1]["content"]
+    refused = note(bodies[2])
     assert refused.startswith("Your python block's process_records never returns a value (train.py's does)")
-    empty = bodies[3]["messages"][-1]["content"]
+    empty = note(bodies[3])
     assert empty.startswith(
         "Your edit's SEARCH part was empty. An edit copies lines from the current train.py"
     )
@@ -363,10 +379,11 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
             *("--code-replies", "text"),
         )
         result = await run_session(args, mode="stateful", seed=42)
-        answers = [body["messages"][-1]["content"] for body in fake.bodies("/chat/completions")[1:]]
+        bodies = fake.bodies("/chat/completions")[1:]
     assert result.experiments == 1 and result.stop_reason == "llm-done"
     assert result.detail == "Done: No further changes necessary."
-    cut_off, no_such_version, early_done, measured, no_version_7 = answers
+    cut_off, no_such_version, early_done, no_version_7 = (note(bodies[i]) for i in (0, 1, 2, 4))
+    measured = bodies[3]["messages"][-1]["content"]
     assert cut_off.startswith("Your code block held no whole train.py")
     assert "no version 3" in no_such_version and no_such_version.endswith("in one ```python block).")
     assert all("REVERT" not in a and "DONE" not in a for a in (cut_off, no_such_version))
