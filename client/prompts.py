@@ -253,6 +253,14 @@ def parse_edits(text: str) -> list[tuple[str, str]] | None:
     return edits or None
 
 
+def whole_file_edit(edits: list[tuple[str, str]]) -> str | None:
+    """One edit with an empty SEARCH whose replacement holds a function: a whole new file, as aider reads
+    an empty SEARCH. Qwen2.5-Coder-1.5B answered "SEARCH/REPLACE edits:", "=======", then the file."""
+    if len(edits) == 1 and not edits[0][0].strip() and "def " in edits[0][1]:
+        return edits[0][1]
+    return None
+
+
 def _divided_edits(lines: list[str]) -> list[tuple[str, str]]:
     edits: list[tuple[str, str]] = []
     done = 0  # lines before this belong to an earlier edit
@@ -272,8 +280,8 @@ def _divided_edits(lines: list[str]) -> list[tuple[str, str]]:
                 ),
                 None,
             )
-        if start is None:
-            continue
+        if start is None:  # prose, then the divider: an empty search (a whole file may follow)
+            start = divider - 1
         end = next(
             (
                 i

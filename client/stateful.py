@@ -43,6 +43,7 @@ from autoresearch_mcp.client.prompts import (
     stateful_turn,
     text_format,
     text_nudge,
+    whole_file_edit,
 )
 from autoresearch_mcp.client.tools import agent_tools
 from autoresearch_mcp.contract.errors import error_headline
@@ -256,7 +257,8 @@ class StatefulAgent(Agent):
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
         edits = parse_edits(text)
-        code = None if edits else parse_code(text)
+        code = whole_file_edit(edits) if edits else parse_code(text)
+        edits = None if code is not None else edits
         version = None if edits or code else parse_revert(text)
         why_not, kind = (cut_off(code, self.current_code), "cut_off_code") if code is not None else (None, "")
         if edits is not None and any(not search.strip() for search, _ in edits):

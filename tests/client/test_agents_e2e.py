@@ -313,7 +313,8 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
 ):
     """What Qwen2.5-Coder-1.5B wrote once asked for edits: aider's markers, or SEARCH and REPLACE labels
     over fenced blocks, and empty markers. The agent sends edits as modify_train_py's
-    edits; an empty SEARCH is refused with the rule. A python block that is only the start of the file
+    edits; an empty SEARCH is refused with the rule, unless what follows it is a whole file (aider's
+    reading), which becomes the source. A python block that is only the start of the file
     (its function returns nothing) is refused, not made train.py."""
     ((search, replace),) = rewrites.REWRITES[0].edits
     fragment = "def process_records(records):\n    data = list(records)\n"
@@ -325,8 +326,7 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
             chat_completion(f"Start of a rewrite.\n```python\n{fragment}```"),
             chat_completion('Change: Replace "active".\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE'),
             chat_completion(
-                "Drop the copy loop.\nSEARCH:\n```python\n    data = records\n```\n"
-                "REPLACE:\n```python\n    data = list(records)\n```"
+                f"CHANGE: two rewrites at once.\nSEARCH/REPLACE edits:\n```\n=======\n{rewrites.source_after(2)}```"
             ),
         )
         args = args_for(
@@ -351,7 +351,7 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
     finally:
         conn.close()
     assert sources[1] == rewrites.source_after(1)  # the marked edit, applied as written
-    assert sources[2] == sources[1].replace("    data = records\n", "    data = list(records)\n")
+    assert sources[2] == rewrites.source_after(2)  # an empty SEARCH over a whole file: that file
     assert len(sources) == 3 and [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok", "ok"]
 
 

@@ -3,7 +3,7 @@
 
 import pytest
 
-from autoresearch_mcp.client.prompts import cut_off, parse_code, parse_edits
+from autoresearch_mcp.client.prompts import cut_off, parse_code, parse_edits, whole_file_edit
 from autoresearch_mcp.contract.edits import EditError, apply_edits
 
 AIDER = """Read the records in place.
@@ -155,3 +155,11 @@ def test_a_whole_file_reply_whose_function_stops_returning_is_taken_for_a_cut_of
     )
     assert cut_off("def f(xs):\n    return sum(xs)\n", SOURCE) is None
     assert cut_off("def f(xs:\n", SOURCE) is None  # a syntax error is the server's to explain
+
+
+def test_an_empty_search_over_a_whole_file_is_that_file_and_over_anything_else_is_not():
+    reply = "CHANGE:\n- Remove a list copy\n=======\n```python\ndef f(xs):\n    return sum(xs)\n```"
+    edits = parse_edits(reply)
+    assert edits is not None and whole_file_edit(edits) == "def f(xs):\n    return sum(xs)\n"
+    assert whole_file_edit([("", "x = 1\n")]) is None
+    assert whole_file_edit([("a = 1\n", "def f(): pass\n")]) is None
