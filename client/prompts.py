@@ -226,9 +226,10 @@ def describe_reply(text: str, limit: int = 200) -> str:
 # Edits in the forms Qwen2.5-Coder-1.5B wrote when asked for aider's: the search lines end at a
 # ======= line and start after a SEARCH line (with or without <<<<<<<) or an opening ``` fence; the
 # replacement runs to >>>>>>> REPLACE, a closing fence or the end. Or SEARCH and REPLACE labels over
-# fenced blocks (the SEARCH label sometimes left out), or `Search: `...`` / `Replace: `...`` on one line.
+# fenced blocks (the SEARCH label sometimes left out), or `Search: ...` / `Replace with: ...` on one line
+# each, or "Replace `...` with `...`" in prose.
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
-_SEARCH_LINE = re.compile(r"^[\s<*#`]*SEARCH\b", re.IGNORECASE)
+_SEARCH_LINE = re.compile(r"^[\s<*#`]*SEARCH\b[^:\n]*:?[\s*`]*$", re.IGNORECASE)  # a label alone on its line
 _FENCE = re.compile(r"^\s*```")
 _REPLACE_END = re.compile(r"^\s*>{5,9}|^[\s*#`]*REPLACE\W*$", re.IGNORECASE)
 _LABELLED_EDIT = re.compile(
@@ -236,9 +237,11 @@ _LABELLED_EDIT = re.compile(
     re.DOTALL | re.MULTILINE | re.IGNORECASE,
 )
 _INLINE_EDIT = re.compile(
-    r"^[^\w\n]*SEARCH\W*`([^`\n]+)`[^\n]*\n[^\w\n]*REPLACE\W*(?:WITH\W*)?`([^`\n]*)`",
+    r"^[^\w\n]*SEARCH[ \t]*:?[ \t]*(`?)([^`\n]+)\1[ \t]*\n[^\w\n]*REPLACE(?:[ \t]+WITH)?[ \t]*:?[ \t]*(`?)([^`\n]*)\3[ \t]*$",
     re.MULTILINE | re.IGNORECASE,
 )
+# "Replace `a` with `b`." in prose, quoted with backticks or quotes (its first reply on seed 42 held five).
+_PROSE_EDIT = re.compile(r"\breplace\s+([`'\"])(.+?)\1\s+with\s+([`'\"])(.*?)\3", re.IGNORECASE)
 
 
 def parse_edits(text: str) -> list[tuple[str, str]] | None:
@@ -249,7 +252,9 @@ def parse_edits(text: str) -> list[tuple[str, str]] | None:
     if not edits:
         edits = [(a, b) for a, b in _LABELLED_EDIT.findall(text)]
     if not edits:
-        edits = [(f"{a}\n", f"{b}\n") for a, b in _INLINE_EDIT.findall(text)]
+        edits = [(f"{a}\n", f"{b}\n") for _, a, _, b in _INLINE_EDIT.findall(text)]
+    if not edits:
+        edits = [(a, b) for _, a, _, b in _PROSE_EDIT.findall(text)]
     return edits or None
 
 
@@ -280,6 +285,7 @@ def _divided_edits(lines: list[str]) -> list[tuple[str, str]]:
                 ),
                 None,
             )
+        prose = start is None
         if start is None:  # prose, then the divider: an empty search (a whole file may follow)
             start = divider - 1
         end = next(
@@ -292,9 +298,13 @@ def _divided_edits(lines: list[str]) -> list[tuple[str, str]]:
             ),
             len(lines),
         )
-        edits.append(
-            (_unfenced("\n".join(lines[start + 1 : divider])), _unfenced("\n".join(lines[divider + 1 : end])))
+        search, replace = (
+            _unfenced("\n".join(lines[start + 1 : divider])),
+            _unfenced("\n".join(lines[divider + 1 : end])),
         )
+        if prose and not replace:
+            continue  # a line of = signs under prose, not an edit
+        edits.append((search, replace))
         done = end + 1
     return edits
 

@@ -110,6 +110,22 @@ Replace: `salary_max = {dept: max(record["salary"] for record in data)}`"""
                 )
             ],
         ),
+        (
+            "Search: for record in data:\nReplace with: for record in sorted(data):\n=======",
+            [("for record in data:\n", "for record in sorted(data):\n")],
+        ),
+        (
+            "Replace `active_counts[dept] = active_counts[dept] + 1` with `active_counts[dept] += 1`. Replace "
+            "`top = top_earners[dept]` with `top = sorted(top_earners[dept])`.",
+            [
+                ("active_counts[dept] = active_counts[dept] + 1", "active_counts[dept] += 1"),
+                ("top = top_earners[dept]", "top = sorted(top_earners[dept])"),
+            ],
+        ),
+        (
+            "change: replace '    for record in data:' with '    for record in records:'",
+            [("    for record in data:", "    for record in records:")],
+        ),
         ("Change: x\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE", [("", "")]),  # empty: the agent refuses it
         (
             "<<<<<<< SEARCH\n```python\na = 1\n```\n=======\n```python\na = 2\n```\n>>>>>>> REPLACE",
