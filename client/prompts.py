@@ -240,8 +240,11 @@ _INLINE_EDIT = re.compile(
     r"^[^\w\n]*SEARCH[ \t]*:?[ \t]*(`?)([^`\n]+)\1[ \t]*\n[^\w\n]*REPLACE(?:[ \t]+WITH)?[ \t]*:?[ \t]*(`?)([^`\n]*)\3[ \t]*$",
     re.MULTILINE | re.IGNORECASE,
 )
-# "Replace `a` with `b`." in prose, quoted with backticks or quotes (its first reply on seed 42 held five).
-_PROSE_EDIT = re.compile(r"\breplace\s+([`'\"])(.+?)\1\s+with\s+([`'\"])(.*?)\3", re.IGNORECASE)
+# "Replace `a` with `b`." or "Change `a` to `b`" in prose, quoted with backticks or quotes (its first
+# reply on seed 42 held five; seed 123 wrote the second).
+_PROSE_EDIT = re.compile(
+    r"\b(?:replace|change)\s+(?:the\s+line\s+)?([`'\"])(.+?)\1\s+(?:with|to)\s+([`'\"])(.*?)\3", re.IGNORECASE
+)
 
 
 def parse_edits(text: str) -> list[tuple[str, str]] | None:
@@ -253,7 +256,7 @@ def parse_edits(text: str) -> list[tuple[str, str]] | None:
         edits = [(a, b) for a, b in _LABELLED_EDIT.findall(text)]
     if not edits:
         edits = [(f"{a}\n", f"{b}\n") for _, a, _, b in _INLINE_EDIT.findall(text)]
-    if not edits:
+    if not edits and parse_code(text) is None:  # with a whole file beside it, the prose describes it
         edits = [(a, b) for _, a, _, b in _PROSE_EDIT.findall(text)]
     return edits or None
 

@@ -123,6 +123,14 @@ Replace: `salary_max = {dept: max(record["salary"] for record in data)}`"""
             ],
         ),
         (
+            "Change `active_counts[dept] = active_counts[dept] + 1` to `active_counts[dept] += 1`. This change",
+            [("active_counts[dept] = active_counts[dept] + 1", "active_counts[dept] += 1")],
+        ),
+        (
+            "Change: replace the line `salary_totals[dept] = salary_totals[dept] + 1` with `salary_totals[dept] += 1`",
+            [("salary_totals[dept] = salary_totals[dept] + 1", "salary_totals[dept] += 1")],
+        ),
+        (
             "change: replace '    for record in data:' with '    for record in records:'",
             [("    for record in data:", "    for record in records:")],
         ),
@@ -144,6 +152,9 @@ def test_replies_without_edits_are_not_taken_for_edits():
     assert parse_edits(whole_file) is None and parse_code(whole_file) == "def f(xs):\n    return sum(xs)\n"
     assert parse_edits("Change: Remove the sorted() calls. SEARCH/REPLACE\n```\nfor d in x:\n```") is None
     assert parse_edits("REVERT v2") is None
+    # The first line describing a whole file in the same reply: the file is the proposal.
+    described = "Change `a = a + 1` to `a += 1`.\n```python\ndef f(a):\n    a += 1\n    return a\n```"
+    assert parse_edits(described) is None and parse_code(described) is not None
 
 
 SOURCE = "def f(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n"
