@@ -251,9 +251,9 @@ class StatefulAgent(Agent):
         return turn
 
     async def _text_step(self, assistant: Message, used: int) -> "Turn | tuple[StopReason, str]":
-        """A code task answered in text: the whole file in a python block (sent as modify_train_py's
-        source, unchanged, then benchmarked), `REVERT v<N>`, or DONE. The model's words become the
-        version's description."""
+        """A code task answered in text: SEARCH/REPLACE edits or the whole file in a python block (sent
+        as modify_train_py's edits or source, unchanged, then benchmarked), `REVERT v<N>`, or DONE. The
+        model's words become the version's description."""
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
         edits = parse_edits(text)
