@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.contract.edits import fence_body
+from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE, fence_body
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.contract.variety import least_varied_first
@@ -19,16 +19,8 @@ NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 # The request that ends a turn under the text protocol: "Next?" alone drew status reports ("Done: the
 # sorting was replaced...") from Qwen2.5-Coder-1.5B instead of code.
 TEXT_TURN = "Next? One line on what you change, then SEARCH/REPLACE edits (or the whole new train.py)."
-# The edit form text replies use: the one Qwen2.5-Coder knows (aider's); the 1.5B model copying the
-# whole 148-line train.py dropped lines in most replies and spent 50-110 s a call on it. A concrete
-# example, not placeholders: shown "(lines copied from the current train.py)", it sent the markers empty.
-EDIT_FORM = (
-    "<<<<<<< SEARCH\n    for i in range(len(items)):\n        total += items[i]\n=======\n"
-    "    for item in items:\n        total += item\n>>>>>>> REPLACE"
-)
-EDIT_RULE = (
-    "An edit copies lines from the current train.py after SEARCH and gives their new version after ======="
-)
+# Text replies take edits (EDIT_FORM): copying the whole 148-line train.py, the 1.5B model dropped
+# lines in most replies and spent 50-110 s a call on it.
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (
     "You improve train.py autonomously. Each turn shows the run's summary and the current train.py. "

@@ -27,8 +27,6 @@ from autoresearch_mcp.client.check import (
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.prompts import (
-    EDIT_FORM,
-    EDIT_RULE,
     NO_EXPERIMENT_YET,
     NUDGE,
     TEXT_SYSTEM_PROMPT,
@@ -46,6 +44,7 @@ from autoresearch_mcp.client.prompts import (
     whole_file_edit,
 )
 from autoresearch_mcp.client.tools import agent_tools
+from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 

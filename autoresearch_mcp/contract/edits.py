@@ -2,6 +2,17 @@
 
 import difflib
 
+# How a text reply writes an edit (aider's form, which Qwen2.5-Coder knows), for the agent's prompts and
+# the task profiles alike. A concrete example, not placeholders: shown "(lines copied from the current
+# train.py)", Qwen2.5-Coder-1.5B sent the markers empty.
+EDIT_FORM = (
+    "<<<<<<< SEARCH\n    for i in range(len(items)):\n        total += items[i]\n=======\n"
+    "    for item in items:\n        total += item\n>>>>>>> REPLACE"
+)
+EDIT_RULE = (
+    "An edit copies lines from the current train.py after SEARCH and gives their new version after ======="
+)
+
 
 class EditError(ValueError):
     """An edit whose search text does not occur exactly once; the message says how to fix it."""
@@ -46,19 +57,14 @@ def _apply_shifted(source: str, search: str, replace: str) -> str | None:
     wanted = search.strip("\n").split("\n")
     lines = source.split("\n")
     width = len(wanted)
-    places = []
-    for start in range(len(lines) - width + 1):
-        window = lines[start : start + width]
-        shift = _shift(window, wanted)
-        if shift is not None:
-            places.append((start, shift))
+    places = [i for i in range(len(lines) - width + 1) if _shift(lines[i : i + width], wanted) is not None]
     if len(places) != 1:
         return None
-    start, _ = places[0]
+    start = places[0]
     # The replacement keeps its own relative indentation, its outermost lines where the matched ones
     # start: the model's indentation is what failed to match, and it got the replacement's right as
     # often as not (shifting it by the search's offset doubled that).
-    written = [line for line in replace.strip("\n").split("\n")] if replace.strip("\n") else []
+    written = replace.strip("\n").split("\n") if replace.strip("\n") else []
     base = min((_indent(line) for line in written if line.strip()), default=0)
     at = min(_indent(line) for line in lines[start : start + width] if line.strip())
     new = [" " * at + line[base:] if line.strip() else "" for line in written]

@@ -6,6 +6,7 @@ string (small local ones break off at the first quote) answers in text instead: 
 (or the whole file in a python block), which the agent sends as modify_train_py's edits (or source).
 """
 
+from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.models import AgentProfile
 
 PROFILE = AgentProfile(
@@ -30,10 +31,7 @@ PROFILE = AgentProfile(
     text_system_prompt=(
         "You make the Python function in train.py faster autonomously; its output must stay identical. "
         "Each turn shows the run's summary and the current train.py. Reply with one line saying what "
-        "you change and why, then one or more edits. An edit copies lines from the current train.py "
-        "after SEARCH and gives their new version after =======, for example:\n"
-        "<<<<<<< SEARCH\n    for i in range(len(items)):\n        total += items[i]\n=======\n"
-        "    for item in items:\n        total += item\n>>>>>>> REPLACE\n"
+        f"you change and why, then one or more edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
         "(or the whole new train.py in one ```python block). Each new version is benchmarked at once: "
         "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
         "slower, reply REVERT v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
