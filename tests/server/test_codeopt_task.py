@@ -72,7 +72,9 @@ def test_the_comparison_rule_tolerates_float_noise_but_not_type_or_value_changes
     assert first_difference(["x"], ("x",)) == "output: expected a list, got ('x',)"
 
 
-def test_the_baseline_takes_10_to_100_ms_of_cpu_on_10000_records() -> None:
+def test_the_baseline_takes_tens_of_ms_of_cpu_on_10000_records() -> None:
+    # Long enough to time above the noise, short enough for 20 timed calls per benchmark. CPU speed
+    # differs between machines (70 ms here, 107 ms on a CI machine), so the bound leaves room for that.
     reference = load_reference()
     times = []
     for seed in range(3):
@@ -81,7 +83,7 @@ def test_the_baseline_takes_10_to_100_ms_of_cpu_on_10000_records() -> None:
         start = time.process_time()  # CPU time: other processes on the machine do not inflate it
         reference(records)
         times.append(time.process_time() - start)
-    assert 0.01 <= min(times) <= 0.1
+    assert 0.01 <= min(times) <= 0.3
 
 
 # -- the rewrite catalogue ------------------------------------------------------------------------
