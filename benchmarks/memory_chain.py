@@ -19,12 +19,15 @@ summary's Best line), so `single`'s first N experiments are `first`'s.
 
 A local model instead (opt-in; any OpenAI-compatible endpoint):
 
-    python benchmarks/memory_chain.py --llm openai --base-url http://127.0.0.1:8080/v1 \
-        --tool-choice run_experiment --llm-timeout 600 --data ../shared/data/covtype_20k.csv.gz \
-        --hpo-threads 1 --seeds 42,123,456 --budget 15 --out benchmarks/memory_chain_local
+    python benchmarks/memory_chain.py --llm openai --base-url http://127.0.0.1:8088/v1 \
+        --tool-choice run_experiment --temperature 1.0 --max-failures 10 --max-tokens 300 \
+        --llm-timeout 900 --data ../shared/data/covtype_20k.csv.gz --hpo-threads 1 --seeds 42 \
+        --budget 15 --out benchmarks/memory_chain_local --transcripts benchmarks/memory_chain_local --resume
 
-Writes OUT.md and OUT.json (default benchmarks/memory_chain.*); the runs' database and transcripts go to
-a temporary directory unless --db is given.
+Writes OUT.md and OUT.json (default benchmarks/memory_chain.*) after every seed, so a long run stopped
+part way keeps the seeds it finished; --resume reuses them and runs only the seeds OUT.json lacks. The
+runs' database goes to a temporary directory unless --db is given; transcripts too, unless --transcripts
+names a folder (they are kept there, gzipped beside the raw ones).
 """
 
 import argparse
@@ -39,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from autoresearch_mcp.client.check import AgentResult
+from autoresearch_mcp.client.compare import pack_transcripts
 from autoresearch_mcp.client.run_cmd import add_agent_arguments, check_agent_args, run_session
 from autoresearch_mcp.contract.transcript import load_transcript, totals
 
@@ -58,6 +62,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--render-only", action="store_true", help="run nothing: write OUT.md again from OUT.json's runs"
     )
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the seeds OUT.json already has; run only the others"
+    )
+    parser.add_argument(
+        "--transcripts", type=Path, default=None, help="keep the transcripts in this folder (and gzipped)"
+    )
     args = parser.parse_args(argv)
     args.run_id = None
     return args
@@ -67,7 +77,7 @@ async def one_run(
     args: argparse.Namespace, work: Path, label: str, seed: int, budget: int, from_run: str | None
 ) -> dict[str, Any]:
     run_args = argparse.Namespace(**{**vars(args), "iterations": budget, "from_run": from_run})
-    transcript = work / "transcripts" / f"{label}-{seed}.jsonl"
+    transcript = (args.transcripts or work / "transcripts") / f"{label}-{seed}.jsonl"
     started = time.monotonic()
     result: AgentResult = await run_session(
         run_args, mode="stateful", seed=seed, transcript=transcript, name=f"memory-chain {label} seed {seed}"
@@ -75,7 +85,8 @@ async def one_run(
     run = result.run
     assert run is not None
     first = result.history[0] if result.history else None
-    spent = totals(load_transcript(transcript))
+    calls = load_transcript(transcript)
+    spent = totals(calls)
     record = {
         "label": label,
         "seed": seed,
@@ -92,6 +103,7 @@ async def one_run(
         "full_tokens": spent.full,
         "llm_calls": spent.calls,
         "stop_reason": result.stop_reason,
+        "llm": calls[0].get("llm") if calls else None,  # the model the endpoint named
         "wall_s": round(time.monotonic() - started, 1),
     }
     print(
@@ -150,19 +162,28 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def describe_llm(results: dict[str, Any]) -> str:
+    if results["llm"].startswith("scripted"):
+        return results["llm"]
+    sampling = "" if results.get("temperature") is None else f", temperature {results['temperature']}"
+    named = [r["llm"] for s in results["per_seed"] for r in s["runs"] if r.get("llm")]
+    model = results.get("model") or (named[0] if named else "the endpoint's model")
+    return f"{model} via {results['llm']} at {results.get('base_url')}{sampling}"
+
+
 def markdown(results: dict[str, Any]) -> str:
     s, n = results["summary"], results["iterations"]
     m = s["means"]
     lines = [
         "# Memory across runs: two chained runs against one long run and a cold second run",
         "",
-        f"Task {results['task']}, LLM: {results['llm']}, seeds {', '.join(map(str, results['seeds']))}"
+        f"Task {results['task']}, LLM: {describe_llm(results)}, seeds {', '.join(map(str, results['seeds']))}"
         f" (second runs: seed + {results['second_seed_offset']}), {n} iterations per run"
         f" ({2 * n} for the single run), {results['hpo_threads'] or 'all'} training thread(s),"
         f" data {results['data']}. Written by `benchmarks/memory_chain.py`.",
         "",
         "```",
-        results["command"],
+        *results.get("commands", [results.get("command")]),  # older files hold one "command"
         "```",
         "",
         f"- **first**: {n} iterations, seed s. **chained**: {n} iterations, seed s+1, `--from-run` first:"
@@ -219,15 +240,11 @@ def markdown(results: dict[str, Any]) -> str:
             "The re-measure trains with the second run's seed, so it can differ from the first run's figure"
             f" ({', '.join(moved)}): a new measurement, not a copy."
         )
-    lines += [
-        "",
-        "With a local model instead (opt-in, not run here): `python benchmarks/memory_chain.py --llm openai"
-        " --base-url http://127.0.0.1:8080/v1 --tool-choice run_experiment --llm-timeout 600"
-        " --data ../shared/data/covtype_20k.csv.gz --hpo-threads 1 --budget 15 --out"
-        " benchmarks/memory_chain_local`.",
-    ]
     if results["llm"].startswith("scripted"):
         lines += [
+            "",
+            "With a local model instead (opt-in): [memory_chain_local.md](memory_chain_local.md), written by"
+            " the command in this script's docstring.",
             "",
             "The scripted double is a seeded search, not a language model: it reads only the summary's"
             " Best line, so the chained run gains from the carried best, not from the notes. Its first"
@@ -236,31 +253,74 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    with tempfile.TemporaryDirectory(prefix="memory-chain-") as tmp:
-        work = Path(tmp)
-        if args.db is None:
-            args.db = work / "runs.db"
-        started = time.monotonic()
-        per_seed = [await chain(args, work, seed) for seed in seeds]
-        wall = time.monotonic() - started
+SETTINGS = ("task", "llm", "model", "iterations", "second_seed_offset", "hpo_threads", "data")
+
+
+def assemble(
+    args: argparse.Namespace, per_seed: list[dict[str, Any]], commands: list[str], wall: float
+) -> dict[str, Any]:
     return {
         "task": args.task,
         "llm": args.llm
         if args.llm != "scripted"
         else "scripted (deterministic test double, no language model)",
         "model": args.model,
+        "base_url": args.base_url,
+        "temperature": args.temperature,
         "iterations": args.iterations,
-        "seeds": seeds,
+        "seeds": [s["seed"] for s in per_seed],
         "second_seed_offset": args.second_seed_offset,
         "hpo_threads": args.hpo_threads,
         "data": Path(args.data).name if args.data else None,
-        "command": "python benchmarks/memory_chain.py " + shlex.join(sys.argv[1:]),
+        "commands": commands,
         "per_seed": per_seed,
         "summary": summarise(per_seed),
         "wall_s": round(wall, 1),
     }
+
+
+def write(out: Path, results: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(results))
+
+
+def earlier_results(args: argparse.Namespace) -> dict[str, Any] | None:
+    """OUT.json's finished seeds, for --resume; refused if they were measured with other settings."""
+    path = args.out.with_suffix(".json")
+    if not args.resume or not path.exists():
+        return None
+    earlier = json.loads(path.read_text())
+    now = assemble(args, [], [], 0.0)
+    differ = [key for key in SETTINGS if key in earlier and earlier[key] != now[key]]
+    if differ:
+        raise SystemExit(
+            f"--resume: {path} was measured with other settings ({', '.join(differ)}); "
+            "use another --out or drop --resume"
+        )
+    return earlier
+
+
+async def main_async(args: argparse.Namespace, earlier: dict[str, Any] | None) -> dict[str, Any]:
+    kept = {s["seed"]: s for s in (earlier or {}).get("per_seed", [])}
+    wanted = [int(s) for s in args.seeds.split(",") if s.strip()]
+    seeds = list(kept) + [s for s in wanted if s not in kept]
+    command = "python benchmarks/memory_chain.py " + shlex.join(sys.argv[1:])
+    commands = [c for c in (earlier or {}).get("commands", []) if c != command] + [command]
+    wall_before = (earlier or {}).get("wall_s", 0.0)
+    per_seed: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="memory-chain-") as tmp:
+        work = Path(tmp)
+        if args.db is None:
+            args.db = work / "runs.db"
+        started = time.monotonic()
+        for seed in seeds:
+            per_seed.append(kept[seed] if seed in kept else await chain(args, work, seed))
+            results = assemble(args, per_seed, commands, wall_before + time.monotonic() - started)
+            write(args.out, results)  # after every seed: a long run stopped part way keeps what it did
+            if args.transcripts is not None:
+                pack_transcripts(args.transcripts)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,11 +329,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.render_only:
         results = json.loads(args.out.with_suffix(".json").read_text())
         results["summary"] = summarise(results["per_seed"])
+        write(args.out, results)
     else:
-        results = asyncio.run(main_async(args))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(results))
+        results = asyncio.run(main_async(args, earlier_results(args)))
     print(markdown(results))
     return 0
 

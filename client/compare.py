@@ -287,6 +287,17 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
     }
 
 
+def pack_transcripts(folder: Path) -> None:
+    """A gzipped copy beside each transcript, committed with the results so every figure can be recounted."""
+    for transcript in sorted(folder.glob("*.jsonl")):
+        with (
+            transcript.open("rb") as raw,
+            open(f"{transcript}.gz", "wb") as out,
+            gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed,  # same bytes for the same run
+        ):
+            shutil.copyfileobj(raw, packed)
+
+
 def main(args: argparse.Namespace) -> int:
     check_agent_args(args)
     unknown = set(args.modes.split(",")) - set(MODES)
@@ -309,14 +320,7 @@ def main(args: argparse.Namespace) -> int:
         except LLMError as exc:
             raise ResearchError(str(exc)) from None
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
-    for transcript in sorted((args.out / "transcripts").glob("*.jsonl")):
-        # Committed beside results.json (gzipped), so every figure can be recounted.
-        with (
-            transcript.open("rb") as raw,
-            open(f"{transcript}.gz", "wb") as out,
-            gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as packed,  # same bytes for the same run
-        ):
-            shutil.copyfileobj(raw, packed)
+    pack_transcripts(args.out / "transcripts")
     write_table(results, args.out / "table.md")
     write_figure(results, args.out / "figure.png")
     console.print((args.out / "table.md").read_text(), markup=False)  # run names and reasons are text
