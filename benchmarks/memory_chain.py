@@ -253,12 +253,8 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SETTINGS = ("task", "llm", "model", "iterations", "second_seed_offset", "hpo_threads", "data")
-
-
-def assemble(
-    args: argparse.Namespace, per_seed: list[dict[str, Any]], commands: list[str], wall: float
-) -> dict[str, Any]:
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What the figures depend on: --resume adds seeds only to results measured the same way."""
     return {
         "task": args.task,
         "llm": args.llm
@@ -268,10 +264,18 @@ def assemble(
         "base_url": args.base_url,
         "temperature": args.temperature,
         "iterations": args.iterations,
-        "seeds": [s["seed"] for s in per_seed],
         "second_seed_offset": args.second_seed_offset,
         "hpo_threads": args.hpo_threads,
         "data": Path(args.data).name if args.data else None,
+    }
+
+
+def assemble(
+    args: argparse.Namespace, per_seed: list[dict[str, Any]], commands: list[str], wall: float
+) -> dict[str, Any]:
+    return {
+        **settings(args),
+        "seeds": [s["seed"] for s in per_seed],
         "commands": commands,
         "per_seed": per_seed,
         "summary": summarise(per_seed),
@@ -291,8 +295,7 @@ def earlier_results(args: argparse.Namespace) -> dict[str, Any] | None:
     if not args.resume or not path.exists():
         return None
     earlier = json.loads(path.read_text())
-    now = assemble(args, [], [], 0.0)
-    differ = [key for key in SETTINGS if key in earlier and earlier[key] != now[key]]
+    differ = [key for key, value in settings(args).items() if key in earlier and earlier[key] != value]
     if differ:
         raise SystemExit(
             f"--resume: {path} was measured with other settings ({', '.join(differ)}); "
