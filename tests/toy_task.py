@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autoresearch_mcp.contract.models import ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
@@ -51,6 +52,11 @@ class ToyTask(Task):
 
     def options(self) -> dict[str, Any]:
         return {"limits": Limits(wall_s=30, cpu_s=30, memory_mb=256).model_dump()}
+
+    def scripted_plan(self) -> ScriptedPlan:
+        # The double draws every numeric param; `sleep` is for tests that hold an experiment open, and
+        # drawn from its bounds it made scripted runs wait up to the 30 s limit per experiment.
+        return ScriptedPlan(prior={"sleep": (0.0, 0.0)})
 
     def initial_artifact(self) -> str:
         return SOURCE

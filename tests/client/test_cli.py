@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch_mcp.cli import build_parser
+from autoresearch_mcp.cli import build_parser, main
 from conftest import TESTS_DIR
 
 
@@ -211,7 +211,9 @@ def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(tmp_path: Pat
     assert all(len(line) < 300 for line in lines)
 
 
-def test_runs_show_export_and_tasks_read_what_a_run_stored(tmp_path: Path, toy_env: None):
+def test_runs_show_export_and_tasks_read_what_a_run_stored(
+    tmp_path: Path, toy_env: None, capsys: pytest.CaptureFixture[str]
+):
     db = tmp_path / "r.db"
     assert (
         cli(
@@ -222,28 +224,26 @@ def test_runs_show_export_and_tasks_read_what_a_run_stored(tmp_path: Path, toy_e
     run_id, name = sqlite3.connect(db).execute("SELECT id, name FROM runs").fetchone()
     assert name.startswith("toy-quadratic stateful scripted 20")  # task, mode, backend, start time
 
-    runs = cli("runs", "--db", str(db))
-    assert (
-        runs.returncode == 0 and run_id in runs.stdout and "exhausted" in runs.stdout and "2/2" in runs.stdout
-    )
+    def read(*args: str) -> str:  # the reading commands in-process: each subprocess costs an import
+        assert main([*args, "--db", str(db)]) == 0
+        return capsys.readouterr().out
 
-    show = cli("show", "latest", "--db", str(db))
-    assert show.returncode == 0, show.stderr
-    assert (
-        f"run {run_id}" in show.stdout and "higher is better" in show.stdout and "Best score=" in show.stdout
-    )
+    runs = read("runs")
+    assert run_id in runs and "exhausted" in runs and "2/2" in runs
 
-    as_csv = cli("export", run_id, "--format", "csv", "--db", str(db))
-    rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    show = read("show", "latest")
+    assert f"run {run_id}" in show and "higher is better" in show and "Best score=" in show
+
+    rows = list(csv.DictReader(io.StringIO(read("export", run_id, "--format", "csv"))))
     assert [row["iteration"] for row in rows] == ["1", "2"] and "params.x" in rows[0]
 
     out = tmp_path / "exp.json"
-    assert cli("export", "--format", "json", "--out", str(out), "--db", str(db)).returncode == 0
+    read("export", "--format", "json", "--out", str(out))
     data = json.loads(out.read_text())
     assert data["run"]["id"] == run_id and [e["iteration"] for e in data["experiments"]] == [1, 2]
 
-    tasks = cli("tasks", "--db", str(db))
-    assert "toy-quadratic" in tasks.stdout and "hpo-covertype" in tasks.stdout
+    tasks = read("tasks")
+    assert "toy-quadratic" in tasks and "hpo-covertype" in tasks
 
 
 def test_db_path_prints_the_database_the_commands_use(tmp_path: Path):
