@@ -3,14 +3,13 @@ from the server), and the stateless baseline's single message in the paper's for
 then one line per earlier HPO experiment or every earlier version of the code in full, then the request
 for the next proposal)."""
 
-import ast
 import json
-import re
 from typing import Any
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE, fence_body
+from autoresearch_mcp.client.replies import says_done
+from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.contract.variety import least_varied_first
@@ -30,12 +29,6 @@ TEXT_SYSTEM_PROMPT = (
     "To go back to version N, reply REVERT v<N>. When no idea is left, reply DONE: <reason>."
 )
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
-
-
-def says_done(reply: str) -> bool:
-    """The model ends the run: DONE anywhere, or a reply that opens with "Done:" in any case (after
-    "Done: No further changes necessary." was refused, Qwen2.5-Coder-1.5B sent it five more times)."""
-    return "DONE" in reply or re.match(r"\W*done\W*:", reply, re.IGNORECASE) is not None
 
 
 def text_format(latest_version: int, used: int) -> str:
@@ -183,180 +176,3 @@ def benchmark_text(
         f"time={time_ms:.2f}ms, speedup={speedup:.2f}x",
         f"Execution time: {time_ms:.3f} ms{runs}\nBaseline time: {base_ms:.3f} ms\nSpeedup: {speedup:.2f}x",
     )
-
-
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in a reply (models wrap it in prose or code fences)."""
-    decoder = json.JSONDecoder()
-    for start, char in enumerate(text):
-        if char != "{":
-            continue
-        try:
-            value, _ = decoder.raw_decode(text[start:])
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
-def parse_revert(text: str) -> int | None:
-    """`REVERT v3` (or `Revert to v3`, `revert: 3`) in a text reply: the version to go back to."""
-    match = re.search(r"\brevert\b\W*(?:to\W*)?(?:version\W*)?v?(\d+)", text, re.IGNORECASE)
-    return int(match.group(1)) if match else None
-
-
-def describe_reply(text: str, limit: int = 200) -> str:
-    """The first line of a text reply outside its code block: what the model says the change does."""
-    for line in text.split("```")[0].splitlines():
-        line = line.strip().strip("*#`").strip()
-        if line and not line.upper().startswith("CODE:"):
-            return line[:limit]
-    return "a new version (the reply said nothing about it)"
-
-
-# Edits in the forms Qwen2.5-Coder-1.5B wrote when asked for aider's: the search lines end at a
-# ======= line and start after a SEARCH line (with or without <<<<<<<) or an opening ``` fence; the
-# replacement runs to >>>>>>> REPLACE, a closing fence or the end. Or SEARCH and REPLACE labels over
-# fenced blocks (the SEARCH label sometimes left out), or `Search: ...` / `Replace with: ...` on one line
-# each, or "Replace `...` with `...`" in prose.
-_DIVIDER = re.compile(r"^\s*={5,9}\s*$")
-_SEARCH_LINE = re.compile(r"^[\s<*#`]*SEARCH\b[^:\n]*:?[\s*`]*$", re.IGNORECASE)  # a label alone on its line
-_FENCE = re.compile(r"^\s*```")
-_REPLACE_END = re.compile(r"^\s*>{5,9}|^[\s*#`]*REPLACE\W*$", re.IGNORECASE)
-_LABELLED_EDIT = re.compile(
-    r"(?:^[^\w\n]*SEARCH\b[^\n]*\n\s*)?```[^\n]*\n(.*?)```[^\n]*\n\s*[^\w\n]*REPLACE\b[^\n]*\n\s*```[^\n]*\n(.*?)```",
-    re.DOTALL | re.MULTILINE | re.IGNORECASE,
-)
-_INLINE_EDIT = re.compile(
-    r"^[^\w\n]*SEARCH[ \t]*:?[ \t]*(`?)([^`\n]+)\1[ \t]*\n[^\w\n]*REPLACE(?:[ \t]+WITH)?[ \t]*:?[ \t]*(`?)([^`\n]*)\3[ \t]*$",
-    re.MULTILINE | re.IGNORECASE,
-)
-# "Replace `a` with `b`." or "Change `a` to `b`" in prose, quoted with backticks or quotes (its first
-# reply on seed 42 held five; seed 123 wrote the second).
-_PROSE_EDIT = re.compile(
-    r"\b(?:replace|change)\s+(?:the\s+line\s+)?([`'\"])(.+?)\1\s+(?:with|to)\s+([`'\"])(.*?)\3", re.IGNORECASE
-)
-
-
-def parse_edits(text: str) -> list[tuple[str, str]] | None:
-    """SEARCH/REPLACE edits in a text reply, in order, as modify_train_py's (search, replace) pairs;
-    None when the reply holds none. The agent sends them as written (an empty search is refused
-    before that): the server applies them or says why not."""
-    edits = _divided_edits(text.split("\n"))
-    if not edits:
-        edits = [(a, b) for a, b in _LABELLED_EDIT.findall(text)]
-    if not edits:
-        edits = [(f"{a}\n", f"{b}\n") for _, a, _, b in _INLINE_EDIT.findall(text)]
-    if not edits and parse_code(text) is None:  # with a whole file beside it, the prose describes it
-        edits = [(a, b) for _, a, _, b in _PROSE_EDIT.findall(text)]
-    return edits or None
-
-
-def whole_file_edit(edits: list[tuple[str, str]]) -> str | None:
-    """One edit with an empty SEARCH whose replacement holds a function: a whole new file, as aider reads
-    an empty SEARCH. Qwen2.5-Coder-1.5B answered "SEARCH/REPLACE edits:", "=======", then the file."""
-    if len(edits) == 1 and not edits[0][0].strip() and "def " in edits[0][1]:
-        return edits[0][1]
-    return None
-
-
-def _divided_edits(lines: list[str]) -> list[tuple[str, str]]:
-    edits: list[tuple[str, str]] = []
-    done = 0  # lines before this belong to an earlier edit
-    for divider in range(len(lines)):
-        if divider < done or not _DIVIDER.match(lines[divider]):
-            continue
-        start = next(
-            (i for i in range(divider - 1, done - 1, -1) if _SEARCH_LINE.match(lines[i])),
-            None,
-        )
-        if start is None:  # no SEARCH line: the search lines open with a fence
-            start = next(
-                (
-                    i
-                    for i in range(divider - 1, done - 1, -1)
-                    if _FENCE.match(lines[i]) and any(line.strip() for line in lines[i + 1 : divider])
-                ),
-                None,
-            )
-        prose = start is None
-        if start is None:  # prose, then the divider: an empty search (a whole file may follow)
-            start = divider - 1
-        end = next(
-            (
-                i
-                for i in range(divider + 1, len(lines))
-                if _REPLACE_END.match(lines[i])
-                or _DIVIDER.match(lines[i])
-                or (_FENCE.match(lines[i]) and any(line.strip() for line in lines[divider + 1 : i]))
-            ),
-            len(lines),
-        )
-        search, replace = (
-            _unfenced("\n".join(lines[start + 1 : divider])),
-            _unfenced("\n".join(lines[divider + 1 : end])),
-        )
-        if prose and not replace:
-            continue  # a line of = signs under prose, not an edit
-        edits.append((search, replace))
-        done = end + 1
-    return edits
-
-
-def _unfenced(part: str) -> str:
-    """An edit part without the ``` lines some models put around it, and without blank edge lines."""
-    lines = part.split("\n")
-    while lines and (lines[0].strip().startswith("```") or not lines[0].strip()):
-        lines.pop(0)
-    while lines and (lines[-1].strip().startswith("```") or not lines[-1].strip()):
-        lines.pop()
-    return "\n".join(lines) + "\n" if lines else ""
-
-
-def cut_off(code: str, current: str) -> str | None:
-    """Why a whole-file reply is plainly the start of one (None if it is not): a function that returns
-    a value in the current train.py and, in the reply, never does. Taken as the whole file, the 1.5B
-    model's first 11 lines of a 148-line function became train.py v3, every later version built on it."""
-    try:
-        new, old = ast.parse(code), ast.parse(current)
-    except SyntaxError:
-        return None  # the server's check says what is wrong with it
-    returning = {f.name for f in _functions(old) if _returns_value(f)}
-    for function in _functions(new):
-        if function.name in returning and not _returns_value(function):
-            return (
-                f"Your python block's {function.name} never returns a value (train.py's does): it looks "
-                "like part of the file. Send the part you change as SEARCH/REPLACE edits, or the whole file."
-            )
-    return None
-
-
-def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
-
-
-def _returns_value(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(function))
-
-
-def parse_code(text: str) -> str | None:
-    """The proposed source: after `CODE:` (fenced or not), else the last fenced python block holding a
-    `def` (small models often drop the marker and answer with a plain code block)."""
-    marker = text.find("CODE:")
-    if marker >= 0:
-        body = text[marker + len("CODE:") :].strip("\n")
-        if "```" in body:
-            body = _fenced_blocks(body)[0] if _fenced_blocks(body) else body.replace("```", "")
-    else:
-        blocks = [b for b in _fenced_blocks(text) if "def " in b]
-        if not blocks:
-            return None
-        body = blocks[-1]
-    body = body.strip("\n") + "\n"
-    return body if body.strip() else None
-
-
-def _fenced_blocks(text: str) -> list[str]:
-    """The bodies of ```-fenced blocks, without their language tag."""
-    return [fence_body(block) for block in text.split("```")[1::2]]

@@ -31,20 +31,13 @@ from autoresearch_mcp.client.prompts import (
     NUDGE,
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
-    cut_off,
-    describe_reply,
-    parse_code,
-    parse_edits,
-    parse_revert,
     repeat_hint,
-    says_done,
     stateful_turn,
     text_format,
     text_nudge,
-    whole_file_edit,
 )
+from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
 from autoresearch_mcp.client.tools import agent_tools
-from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 
@@ -255,32 +248,21 @@ class StatefulAgent(Agent):
         model's words become the version's description."""
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
-        edits = parse_edits(text)
-        code = whole_file_edit(edits) if edits else parse_code(text)
-        edits = None if code is not None else edits
-        version = None if edits or code else parse_revert(text)
-        why_not, kind = (cut_off(code, self.current_code), "cut_off_code") if code is not None else (None, "")
-        if edits is not None and any(not search.strip() for search, _ in edits):
-            # Refused here: the server's answer ("edits.0.search: String should have at least 1
-            # character") read as a request to rename a variable called search, six times over.
-            why_not, kind = (
-                f"Your edit's SEARCH part was empty. {EDIT_RULE}, for example:\n{EDIT_FORM}\n",
-                "empty_edit",
+        reply = read_text_reply(text, self.current_code, used)
+        if reply.action == "done":
+            return ("llm-done", text.strip()[:300])
+        if reply.action == "refused":
+            self.failures += 1
+            self.refused(kind=reply.kind)
+            turn.refused = True
+            turn.user.text = (
+                f"{reply.why_not} {text_format(self.latest_version, used)}"
+                if reply.why_not
+                else text_nudge(text, self.latest_version, used)
             )
-        if why_not is not None:
-            self.failures += 1
-            self.refused(kind=kind)
-            turn.user.text, turn.refused = f"{why_not} {text_format(self.latest_version, used)}", True
             return turn
-        if edits is None and code is None and version is None:
-            if says_done(text) and used > 0:
-                return ("llm-done", text.strip()[:300])
-            self.failures += 1
-            self.refused(kind="unparsed_reply")
-            turn.user.text, turn.refused = text_nudge(text, self.latest_version, used), True
-            return turn
-        if edits is None and code is None:
-            outcome = await self._text_call(turn, "revert_train_py", {"version": version})
+        if reply.action == "revert":
+            outcome = await self._text_call(turn, "revert_train_py", {"version": reply.version})
             turn.user.text = self._text_result("revert_train_py", outcome, used)
             if outcome.ok:
                 # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
@@ -288,10 +270,10 @@ class StatefulAgent(Agent):
                 self.failures += 1
             return turn
         arguments: dict[str, Any] = {"description": describe_reply(text)}
-        if edits is not None:
-            arguments["edits"] = [{"search": search, "replace": replace} for search, replace in edits]
+        if reply.edits is not None:
+            arguments["edits"] = [{"search": search, "replace": replace} for search, replace in reply.edits]
         else:
-            arguments["source"] = code
+            arguments["source"] = reply.source
         changed = await self._text_call(turn, "modify_train_py", arguments)
         turn.user.text = self._text_result("modify_train_py", changed, used)
         if not changed.ok:

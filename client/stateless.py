@@ -18,15 +18,8 @@ from autoresearch_mcp.client.check import (
 from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
 from autoresearch_mcp.client.meter import Transcript
-from autoresearch_mcp.client.prompts import (
-    CodeVersion,
-    benchmark_text,
-    parse_code,
-    parse_json_object,
-    says_done,
-    stateless_code,
-    stateless_hpo,
-)
+from autoresearch_mcp.client.prompts import CodeVersion, benchmark_text, stateless_code, stateless_hpo
+from autoresearch_mcp.client.replies import parse_code, parse_json_object, says_done
 from autoresearch_mcp.contract.models import ArtifactInfo, Experiment, ExperimentResult
 
 

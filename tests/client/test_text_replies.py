@@ -3,7 +3,14 @@
 
 import pytest
 
-from autoresearch_mcp.client.prompts import cut_off, parse_code, parse_edits, whole_file_edit
+from autoresearch_mcp.client.replies import (
+    TextReply,
+    cut_off,
+    parse_code,
+    parse_edits,
+    read_text_reply,
+    whole_file_edit,
+)
 from autoresearch_mcp.contract.edits import EditError, apply_edits
 
 AIDER = """Read the records in place.
@@ -190,3 +197,26 @@ def test_an_empty_search_over_a_whole_file_is_that_file_and_over_anything_else_i
     assert edits is not None and whole_file_edit(edits) == "def f(xs):\n    return sum(xs)\n"
     assert whole_file_edit([("", "x = 1\n")]) is None
     assert whole_file_edit([("a = 1\n", "def f(): pass\n")]) is None
+
+
+def test_a_text_reply_asks_for_exactly_one_thing_and_what_cannot_be_used_is_refused_with_its_kind():
+    whole = "Sum at once.\n```python\ndef f(xs):\n    return sum(xs)\n```"
+    edit = "Double it.\nSEARCH\ntotal += x\n=======\ntotal += 2 * x\n>>>>>>> REPLACE"
+    assert read_text_reply(whole, SOURCE, used=1) == TextReply(
+        "source", source="def f(xs):\n    return sum(xs)\n"
+    )
+    assert read_text_reply(edit, SOURCE, used=1) == TextReply(
+        "edits", edits=[("total += x\n", "total += 2 * x\n")]
+    )
+    assert read_text_reply("REVERT v2", SOURCE, used=3) == TextReply("revert", version=2)
+    assert read_text_reply("DONE: nothing left", SOURCE, used=3).action == "done"
+    assert read_text_reply("DONE: nothing left", SOURCE, used=0) == TextReply(
+        "refused", kind="unparsed_reply"
+    )
+    assert read_text_reply("I would sort it.", SOURCE, used=1) == TextReply("refused", kind="unparsed_reply")
+    cut = read_text_reply("```python\ndef f(xs):\n    total = 0\n```", SOURCE, used=1)
+    assert cut.kind == "cut_off_code" and "never returns a value" in (cut.why_not or "")
+    empty = read_text_reply("SEARCH\n=======\ntotal = 1\n>>>>>>> REPLACE", SOURCE, used=1)
+    assert empty.kind == "empty_edit" and "SEARCH part was empty" in (empty.why_not or "")
+    # An edit and a revert in one reply: the edit is what the reply does.
+    assert read_text_reply(f"{edit}\nor REVERT v1", SOURCE, used=1).action == "edits"
