@@ -127,6 +127,8 @@ def parse_best(text: str, names: list[str]) -> dict[str, float] | None:
     line of the experiment it points at ("Best so far: Iter 3 ..." -> the "Iter 3: ... params={...}" line)."""
     lines = text.splitlines()
     for line in reversed([ln.strip() for ln in lines if ln.strip().lower().startswith("best")]):
+        if re.search(r"\bnone yet\b", line):  # "Best: none yet; params left out take the defaults: ..."
+            return None
         found = _params_on(line, names)
         if found:
             return found
@@ -150,17 +152,23 @@ class _ParamsPolicy:
     def _key(self, config: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(config[n] for n in self.space.names)
 
+    def _centre(self, best: dict[str, float]) -> dict[str, Any]:
+        return {n: self.space.clean(n, v) for n, v in best.items() if n in self.space.bounds}
+
     def propose(self, text: str) -> tuple[dict[str, Any], str] | None:
         """The next new config and a one-line reason, or None when nothing new can be found."""
-        if not self.seen:
-            config, why = dict(self.space.defaults), "Start from the defaults to get a baseline."
-            self.seen.add(self._key(config))
-            return config, why
         best = parse_best(text, self.space.names)
+        if not self.seen:
+            if best is None:
+                config, why = dict(self.space.defaults), "Start from the defaults to get a baseline."
+                self.seen.add(self._key(config))
+                return config, why
+            # A run that starts with a best (from an earlier run, or resumed) builds on it, as a
+            # practitioner would, instead of spending a unit on the defaults again.
+            self.seen.add(self._key({**self.space.defaults, **self._centre(best)}))
         for _ in range(1000):
             if best is not None and self.rng.random() < EXPLOIT:
-                centre = {n: self.space.clean(n, v) for n, v in best.items() if n in self.space.bounds}
-                config, changed = self.space.perturb(centre, self.rng)
+                config, changed = self.space.perturb(self._centre(best), self.rng)
                 why = f"Perturb the best configuration: change {', '.join(changed)}."
             else:
                 config, why = self.space.sample(self.rng), "Explore: a random configuration from the prior."

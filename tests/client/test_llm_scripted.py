@@ -1,6 +1,7 @@
 """The scripted backend: deterministic, in range, never repeating, and shaped like a real LLM's output."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -176,3 +177,23 @@ async def test_both_modes_propose_the_same_sequence_when_shown_the_same_results(
 def test_a_best_line_of_defaults_means_the_default_configuration() -> None:
     summary = "Run r-1 hpo-covertype: running, 1/15 used\nBest macro_f1=0.6966 (#1, train.py v1): defaults"
     assert parse_best(summary, SPACE.names) == {}
+
+
+@pytest.mark.asyncio
+async def test_a_run_that_starts_with_a_best_builds_on_it_instead_of_running_the_defaults_again() -> None:
+    with_note = ToolSpec(
+        name="run_experiment",
+        description="",
+        input_schema={"type": "object", "properties": {"params": {}, "note": {"type": "string"}}},
+    )
+
+    async def first_call(summary: str) -> dict[str, Any]:
+        request = LLMRequest(system="", tools=[with_note], messages=[Message(role="user", text=summary)])
+        (call,) = (await scripted_llm(HPO, seed=7).complete(request)).tool_calls
+        return call.arguments
+
+    cold = await first_call("Best: none yet; params left out take the defaults: n_estimators=100 max_depth=6")
+    assert cold["note"] == "Start from the defaults to get a baseline."
+    chained = await first_call(BEST_LINE)  # a run started from an earlier one: its best comes first
+    assert chained["note"].startswith("Perturb the best configuration")
+    assert chained["params"]  # what it changes from that best: not the best again
