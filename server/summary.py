@@ -18,6 +18,7 @@ from autoresearch_mcp.server.tasks.intervals import best_suffix
 LAST_EXPERIMENTS = 4
 TRIED_SHOWN = 3
 LAST_NOTES = 2
+WORST_SHOWN = 2  # the earlier run's failed approaches a started-from run shows
 NOTE_CHARS = 120
 ERROR_CHARS = 70
 DESCRIPTION_CHARS = 40
@@ -166,4 +167,29 @@ def earlier_run_lines(store: Store, run: Run, task: Task) -> list[str]:
         notes = store.notes.list(earlier.id, kind, last=LAST_NOTES)
         if notes:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
+    worst = earlier_worst(store, earlier, task, best)
+    if worst:
+        lines.append("Earlier worst (what differed from its best): " + " | ".join(worst))
     return [_clip(line, EARLIER_LINE_CHARS) for line in lines]
+
+
+def earlier_worst(store: Store, earlier: Run, task: Task, best: Experiment | None) -> list[str]:
+    """The earlier run's failed approaches as its experiments show them, for models that write no
+    notes (a small model under a forced tool call never does, and went back to gamma=4 three times
+    within one run once the row had left the summary): its latest failures, then (params tasks) its
+    worst results."""
+    failed = [
+        exp
+        for status in ("crash", "timeout", "incorrect")
+        for exp in store.experiments(earlier.id, status=status, last=WORST_SHOWN)[0]
+    ]
+    failed.sort(key=lambda exp: exp.iteration, reverse=True)
+    shown = failed[:WORST_SHOWN]
+    if task.params_model.model_fields and best is not None and len(shown) < WORST_SHOWN:
+        flip = "min" if earlier.direction == "max" else "max"
+        low, _ = store.experiments(
+            earlier.id, order="metric", direction=flip, status="ok", last=WORST_SHOWN - len(shown)
+        )
+        shown += [exp for exp in low if exp.id != best.id]
+    versions = {v.version: v.description for v in store.artifacts.versions(earlier.id)}
+    return [experiment_line(exp, task, best, versions) for exp in shown]

@@ -129,6 +129,24 @@ def test_a_run_started_from_one_without_a_best_measures_nothing_and_says_so(sett
     assert "Earlier failed: x=9 crashes" in summary
 
 
+def test_a_run_started_from_another_shows_its_failures_and_worst_results_as_what_differed_from_its_best(
+    settings: ServerSettings,
+):
+    # A model that writes no notes (a small one under a forced tool call) still leaves its failed
+    # approaches in its experiments: the later run sees them instead of trying them again.
+    with Research(settings) as research:
+        service = research.runs
+        earlier, _ = service.start_run(TOY, 6, None, 1, "earlier")
+        for x, y in [(0.0, 0.0), (0.3, -0.2), (9.0, 0.0), (-5.0, 5.0), (0.5, 0.0)]:
+            service.run_experiment(earlier.id, {"x": x, "y": y}, None)
+        _, summary = service.start_run(TOY, 5, None, 2, "later", from_run=earlier.id)
+    line = next(line for line in summary.splitlines() if line.startswith("Earlier worst"))
+    crash, worst = line.split(": ", 1)[1].split(" | ")
+    assert crash.startswith("#3 crash x=9 y=0 error: ")  # what failed, and how
+    assert worst == f"#4 {toy_score(-5.0, 5.0):.4f} x=-5 y=5"  # as it differed from the best (#2)
+    assert len(line) <= 300
+
+
 def test_latest_is_the_newest_run_of_the_same_task(settings: ServerSettings):
     with Research(settings) as research:
         service = research.runs
