@@ -10,6 +10,7 @@ from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.transcript import load_transcript
+from conftest import TESTS_DIR
 
 TOKEN = "a-long-enough-team-token-1234"
 
@@ -44,8 +45,10 @@ def _shape(value: object) -> object:
 def test_compare_against_an_http_server_writes_the_same_results_fields_as_against_a_spawned_one(
     tmp_path: Path, covtype_csv: Path, isolated_data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setenv("AUTORESEARCH_COVTYPE", str(covtype_csv))
-    args = ["compare", "--task", "hpo-covertype", "--llm", "scripted", "--iterations", "2", "--seeds", "42"]
+    # The toy task: the fields do not depend on the task, and it runs in milliseconds (XGBoost does not).
+    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
+    args = ["compare", "--task", "toy-quadratic", "--llm", "scripted", "--iterations", "2", "--seeds", "42"]
     assert main([*args, "--out", str(tmp_path / "spawned")]) == 0
     with http_server(tmp_path / "team.db", covtype_csv, isolated_data_dir, "--token", TOKEN) as port:
         url = f"http://127.0.0.1:{port}/mcp"
