@@ -247,8 +247,9 @@ def markdown(results: dict[str, Any]) -> str:
             " the command in this script's docstring.",
             "",
             "The scripted double is a seeded search, not a language model: it reads only the summary's"
-            " Best line, so the chained run gains from the carried best, not from the notes. Its first"
-            " proposal in every run is the task's defaults, which the chained run spends one more unit on.",
+            " Best line, so the chained run gains from the carried best, not from the notes or the earlier"
+            " run's worst results. A run that starts without a best opens with the task's defaults; the"
+            " chained run starts perturbing the carried best at once.",
         ]
     return "\n".join(lines) + "\n"
 
