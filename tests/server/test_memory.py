@@ -43,10 +43,11 @@ def toy_score(x: float, y: float) -> float:
 
 def fill_earlier_run(service: RunService, run_id: str, count: int) -> None:
     """A long (or short) earlier run, written straight to the store: the summary only reads it. Each
-    experiment has the same shape, so only the count differs between runs of different lengths."""
+    experiment has the same shape (x and y both move on every step, so every row that differs from
+    the best differs in both), so only the count differs between runs of different lengths."""
     store = service.store
     for i in range(count):
-        x, y = round(-5 + (i % 100) * 0.1, 1), round(-5 + (i // 100) * 0.1, 1)
+        x, y = round(-5 + (i % 100) * 0.1, 1), round(-5 + ((3 * i + i // 100) % 100) * 0.1, 1)
         exp = store.reserve_experiment(run_id, {"x": x, "y": y, "sleep": 0.0}, 1, f"try {i}")
         value = toy_score(x, y)
         store.complete_experiment(
