@@ -12,7 +12,7 @@ from autoresearch_mcp.client.replies import says_done
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment
-from autoresearch_mcp.contract.variety import least_varied_first
+from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 # The request that ends a turn under the text protocol: "Next?" alone drew status reports ("Done: the
@@ -58,21 +58,31 @@ def text_nudge(reply: str, latest_version: int, used: int) -> str:
     return f"{wrong} {text_format(latest_version, used)}"
 
 
-def repeat_hint(tool: str, params: dict[str, object], tried: dict[str, list[object]], refusals: int) -> str:
+def repeat_hint(
+    tool: str,
+    params: dict[str, object],
+    tried: dict[str, list[object]],
+    refusals: int,
+    schema: dict[str, Any] | None = None,
+) -> str:
     """Added to an exact-repeat refusal: a small model that copies an earlier configuration needs to
-    be told which value to change (it ignores a general "try different params") and which values that
-    param already took (else it picks one of them again). `tried`: every param of the task, in schema
-    order, with the values it took so far. The param named rotates with each refusal over the least
-    varied ones first; capable models never repeat, so never see it."""
+    be told which value to change (it ignores a general "try different params") and which way a new
+    value lies (the task's params `schema` gives the range). `tried`: every param of the task, in
+    schema order, with the values it took so far. The param named rotates with each refusal over the
+    least varied ones first; capable models never repeat, so never see it."""
     if tool == "run_benchmark":
         return "This version of train.py is already benchmarked: change it with modify_train_py first."
     names = least_varied_first({n: len(values) for n, values in tried.items()}) or sorted(params)
     if not names:
         return "Set at least one parameter to a value not tried yet."
     name = names[refusals % len(names)]
-    sent = f"you sent {params[name]!r}; " if name in params else ""
-    values = ", ".join(repr(v) for v in tried.get(name, [])[:8])
-    return f"Change at least one value this time, e.g. {name} ({sent}tried so far: {values})."
+    change = change_of(name, bounds_of(schema or {}, name), tried.get(name, []), _shown)
+    return f"Change at least one value this time, e.g. {change}."
+
+
+def _shown(value: object) -> str:
+    """A value as the summary writes it: `1`, `0.05`, not `1.0`."""
+    return f"{value:.4g}" if isinstance(value, float) else repr(value)
 
 
 def stateful_turn(summary: str, request: str, code: str | None = None) -> str:

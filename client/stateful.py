@@ -18,14 +18,17 @@ from pydantic import BaseModel
 
 from autoresearch_mcp.client.check import (
     Agent,
+    AgentConfig,
     AgentResult,
+    Progress,
     StopReason,
     TokenBudgetStop,
     check,
     finish,
 )
-from autoresearch_mcp.client.connect import ToolOutcome
+from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
+from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
@@ -132,8 +135,18 @@ class StatefulAgent(Agent):
     latest_version: int  # text replies: the newest train.py version the model was told of
     current_code: str  # code tasks: train.py as the last request showed it
 
-    async def run(self) -> AgentResult:
+    def __init__(
+        self,
+        rc: ResearchClient,
+        transcript: Transcript,
+        run_id: str,
+        config: AgentConfig,
+        progress: Progress | None = None,
+    ) -> None:
+        super().__init__(rc, transcript, run_id, config, progress)
         self.turns, self.repeats, self.latest_version = [], 0, 1
+
+    async def run(self) -> AgentResult:
         task = self.config.task
         text_mode = task.kind == "code" and self.config.code_replies == "text"
         tools = [] if text_mode else agent_tools(await self.rc.tools(), task)
@@ -224,7 +237,9 @@ class StatefulAgent(Agent):
                     params = call.arguments.get("params")
                     sent = params if isinstance(params, dict) else {}
                     tried = await self._tried_values()
-                    text += " " + repeat_hint(call.name, sent, tried, self.repeats)
+                    text += " " + repeat_hint(
+                        call.name, sent, tried, self.repeats, self.config.task.params_schema
+                    )
                     self.repeats += 1
                 ended = self._account(call, outcome, turn)
                 edit_refused = edit_refused or (call.name == "modify_train_py" and not outcome.ok)

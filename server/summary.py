@@ -10,13 +10,12 @@ from typing import Any
 
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, Run
-from autoresearch_mcp.contract.variety import least_varied_first
+from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
 
-LAST_EXPERIMENTS = 4
-TRIED_SHOWN = 3
+LAST_EXPERIMENTS = 3
 LAST_NOTES = 2
 WORST_SHOWN = 2  # the earlier run's failed approaches a started-from run shows
 NOTE_CHARS = 120
@@ -69,17 +68,23 @@ def _defaults(task: Task) -> dict[str, Any]:
     return task.params_model().model_dump()
 
 
-def least_varied(store: Store, run_id: str, task: Task) -> str:
-    """The param with the fewest distinct values tried so far (schema order breaks ties), and those
-    values: where an untried change is most likely. A small model that copies the best configuration
-    needs a name to change and the values not to send again."""
+def least_varied(store: Store, run: Run, task: Task) -> str:
+    """The param with the fewest distinct values tried so far, as a change that no value tried so far
+    satisfies: where an untried change is most likely. Ties rotate with each experiment (by schema
+    order at first): a small model that copies the best configuration needs a name to change and a
+    way to a new value, and named the same param turn after turn it stopped changing it."""
     names = list(task.params_model.model_fields)
-    counts = store.distinct_values(run_id, names)
-    name = least_varied_first({n: counts[n] for n in names})[0]
-    values = store.values_of(run_id, name)
-    if len(values) > TRIED_SHOWN:
-        return f"{name} ({len(values)} values tried)"
-    return f"{name} (tried: {', '.join(task.format_params({name: v}).split('=', 1)[1] for v in values)})"
+    counts = store.distinct_values(run.id, names)
+    ranked = least_varied_first({n: counts[n] for n in names})
+    ties = [n for n in ranked if counts[n] == counts[ranked[0]]]
+    name = ties[run.used % len(ties)]
+    bounds = bounds_of(task.params_model.model_json_schema(), name)
+    return change_of(name, bounds, store.values_of(run.id, name), lambda v: _value(task, name, v))
+
+
+def _value(task: Task, name: str, value: Any) -> str:
+    """One param value as the summary writes it (`1`, not `1.0`)."""
+    return task.format_params({name: value}).split("=", 1)[1]
 
 
 def render_summary(store: Store, run: Run, task: Task) -> str:
@@ -111,8 +116,6 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     if recent:
         lines.append("Last (what differs from best):" if has_params and best is not None else "Last:")
         lines.extend(experiment_line(exp, task, best, versions) for exp in recent)
-    if has_params and recent:
-        lines.append("Least varied: " + least_varied(store, run.id, task))
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
         notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
@@ -130,6 +133,8 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         tally.append(f"{streak} failures in a row")
     if tally:
         lines.append("Counts: " + ", ".join(tally))
+    if has_params and recent:
+        lines.append(f"Change at least one value of the best, e.g. {least_varied(store, run, task)}.")
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ import random
 
 import tiktoken
 
+from autoresearch_mcp.contract.variety import change_of
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.summary import render_summary
@@ -66,8 +67,9 @@ def test_the_summary_has_the_same_token_size_after_10_and_after_1000_experiments
     assert abs(large - small) <= 8
     assert large < 260
     for text in (small_text, large_text):
-        assert text.count("\n#") == 4  # the last 4 experiments, one line each
-        assert "Best macro_f1=" in text and "Counts: ok" in text and "Least varied: " in text
+        assert text.count("\n#") == 3  # the last 3 experiments, one line each
+        assert "Best macro_f1=" in text and "Counts: ok" in text
+        assert text.splitlines()[-1].startswith("Change at least one value of the best, e.g. ")
         assert "Strategy: phase" in text and "Failed: depth above" in text
 
 
@@ -86,6 +88,70 @@ def test_the_best_shows_in_full_in_schema_order_and_recent_lines_show_what_diffe
         "colsample_bytree=0.8 min_child_weight=1 gamma=0 reg_alpha=0 reg_lambda=1"
     ) in text
     assert "\n#1 0.7000 max_depth=8\n#2 0.7500 (best)\n#3 0.7200 max_depth=8 gamma=1\n" in text
-    # Every param but max_depth and gamma took one value; the first of them in schema order is named.
-    assert "Least varied: n_estimators (tried: 300)" in text
+    # Seven params took one value each; with 3 experiments run, the rotation over them names the
+    # fourth (colsample_bytree), as the summary's last line: the change to make, as directions.
+    assert text.endswith(
+        "\nChange at least one value of the best, e.g. colsample_bytree below 0.8 or above 0.8 (range 0.1-1)."
+    )
     assert "Counts:" not in text  # all ok, nothing refused: the first line says as much
+
+
+def record(store: Store, run_id: str, params: dict, f1: float | None) -> None:
+    exp = store.reserve_experiment(run_id, params, 1, None)
+    store.complete_experiment(
+        exp.id,
+        status="ok" if f1 is not None else "crash",
+        metrics={"macro_f1": f1} if f1 is not None else {},
+        metric=f1,
+        error_tail=None if f1 is not None else "boom",
+        duration_s=1.0,
+    )
+
+
+def change_line(store: Store, run_id: str, task) -> str:
+    return render_summary(store, store.get_run(run_id), task).splitlines()[-1]
+
+
+def test_the_change_to_make_rotates_over_the_least_varied_params_and_never_lists_a_value_to_copy(settings):
+    # Listed ("tried so far: 0.3, 0.4"), the values were what Qwen2.5-Coder-1.5B sent back, the best's
+    # own among them; named the same param turn after turn, it stopped changing it.
+    service = RunService(Store(settings.db_path.with_name("rotate.db")), settings)
+    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store, task = service.store, service.task("hpo-covertype")
+    record(store, run.id, dict(BASE), 0.70)
+    assert change_line(store, run.id, task).endswith("e.g. max_depth below 8 or above 8 (range 1-15).")
+    record(store, run.id, dict(BASE, gamma=2.0), 0.71)
+    # Eight params still took one value; the second experiment moves the rotation on by one.
+    assert change_line(store, run.id, task).endswith(
+        "e.g. learning_rate below 0.1 or above 0.1 (range 0.001-1)."
+    )
+    record(store, run.id, dict(BASE, gamma=2.0, colsample_bytree=1.0), 0.72)
+    # colsample_bytree sits on its upper bound in one of its tried values: only "below" is left.
+    for params in (dict(BASE, n_estimators=10), dict(BASE, max_depth=2), dict(BASE, learning_rate=0.2)):
+        record(store, run.id, params, 0.6)
+    for params in (dict(BASE, subsample=0.5), dict(BASE, min_child_weight=2.0), dict(BASE, reg_alpha=1.0)):
+        record(store, run.id, params, 0.6)
+    record(store, run.id, dict(BASE, reg_lambda=3.0), 0.6)
+    # Every param took two values now; gamma's are 0 (its lower bound) and 2, colsample_bytree's 0.8 and
+    # 1 (its upper bound): 10 experiments in, the rotation names the second param of schema order.
+    line = change_line(store, run.id, task)
+    assert line.endswith("e.g. max_depth below 2 or above 8 (range 1-15).")
+    assert "tried" not in line
+    assert (
+        change_of("colsample_bytree", (0.1, 1.0), [0.8, 1.0]) == "colsample_bytree below 0.8 (range 0.1-1.0)"
+    )
+    assert change_of("gamma", (0.0, 20.0), [0.0, 2.0]) == "gamma above 2.0 (range 0.0-20.0)"
+    assert change_of("x", (0, 1), [0, 1]) == "x between 0 and 1, not one tried yet (range 0-1)"
+    assert change_of("x", (-10, 10), [0.5]) == "x below 0.5 or above 0.5 (range -10 to 10)"
+
+
+def test_the_change_to_make_is_the_last_line_after_the_counts(settings):
+    service = RunService(Store(settings.db_path.with_name("last.db")), settings)
+    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store, task = service.store, service.task("hpo-covertype")
+    record(store, run.id, dict(BASE), 0.75)
+    record(store, run.id, dict(BASE, gamma=2.0), None)
+    lines = render_summary(store, store.get_run(run.id), task).splitlines()
+    # What the model reads right before its reply is the change to make.
+    assert lines[-2].startswith("Counts: ok 1, crash 1")
+    assert lines[-1].startswith("Change at least one value of the best, e.g. ")

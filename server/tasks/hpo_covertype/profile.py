@@ -25,12 +25,12 @@ def profile(params: type[BaseModel]) -> AgentProfile:
     return AgentProfile(
         system_prompt=(
             "You tune XGBoost hyperparameters, one experiment per reply. Each turn shows the run's "
-            "summary: the best configuration in full, and how recent experiments differed from it. "
-            "Reply with one run_experiment call whose params hold only what you change from the best "
-            "(the rest keep the best's values): a new value for the least varied param, and other "
-            "changes if you like. Never resend a configuration already tried. First experiment: the "
-            f"defaults, params {{}}. Ranges (default): {search_space(params)}. When no idea is left, "
-            "reply DONE: <reason>."
+            "summary: the best configuration in full, how recent experiments differed from it, and a "
+            "change to make. Reply with one run_experiment call whose params hold only what you change "
+            "from the best (the rest keep the best's values): at least the change the summary names, "
+            "and others if you like. Never resend a configuration already tried. First experiment: "
+            f"the defaults, params {{}}. Ranges (default): {search_space(params)}. When no idea is "
+            "left, reply DONE: <reason>."
         ),
         tools=["run_experiment"],
         how=(
