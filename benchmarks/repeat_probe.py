@@ -23,6 +23,7 @@ import gzip
 import json
 import logging
 import re
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -56,8 +57,20 @@ FIXTURE = ROOT / "tests" / "data" / "covtype_2k.csv.gz"
 ITER = re.compile(r"^Iter (\d+): F1=([\d.]+), precision=([\d.]+), recall=([\d.]+), params=(\{.*\})$")
 
 
-def history_of(transcript: Path) -> list[dict[str, Any]]:
-    """Every ok experiment the stateless baseline's last prompt lists: params and metrics."""
+def history_of(source: Path) -> list[dict[str, Any]]:
+    """Every ok experiment of a real run: from a compare folder's runs.db (its stateful run), or as the
+    stateless baseline's last prompt lists them (a transcript)."""
+    if source.suffix == ".db":
+        conn = sqlite3.connect(source)
+        try:
+            rows = conn.execute(
+                "SELECT e.params_json, e.metrics_json FROM experiments e JOIN runs r ON r.id = e.run_id"
+                " WHERE r.name LIKE '%stateful%' AND e.status = 'ok' ORDER BY e.iteration"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [{"params": json.loads(p), "metrics": json.loads(m)} for p, m in rows]
+    transcript = source
     with gzip.open(transcript, "rt") if transcript.suffix == ".gz" else transcript.open() as f:
         last = [json.loads(line) for line in f][-1]
     text = last["request"]["messages"][0]["text"]
@@ -206,7 +219,12 @@ async def probe(
 
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("transcripts", nargs="+", type=Path, help="stateless transcripts (.jsonl[.gz])")
+    parser.add_argument(
+        "transcripts",
+        nargs="+",
+        type=Path,
+        help="stateless transcripts (.jsonl[.gz]) or compare runs.db files",
+    )
     parser.add_argument("--at", default="2,5,8,11,14", help="history lengths k to probe (comma list)")
     parser.add_argument("--samples", type=int, default=3, help="replies sampled per situation")
     parser.add_argument("--base-url", default="http://127.0.0.1:8088/v1")
@@ -250,7 +268,10 @@ async def main(argv: list[str] | None = None) -> int:
             kinds = [s["outcome"] for s in result["samples"]]
             for kind in kinds:
                 totals[kind] = totals.get(kind, 0) + 1
-            print(f"{path.parent.parent.name} k={k}: {' '.join(kinds)}", flush=True)
+            print(
+                f"{path.parent.name if path.suffix == '.db' else path.parent.parent.name} k={k}: {' '.join(kinds)}",
+                flush=True,
+            )
             if args.show_prompt:
                 print("  " + result["prompt"].replace("\n", "\n  "))
             for s in result["samples"]:

@@ -58,9 +58,9 @@ class Turn(BaseModel):
 def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
     if window is None:
         last = max((i for i, t in enumerate(turns) if t.recorded_experiment), default=-1)
-        return _without_repeated_refusals(turns[last + 1 :])
-    # De-duplicate first, so that repeats do not eat into the N messages the window may hold.
-    kept = _without_repeated_refusals(turns)
+        return _without_earlier_refusals(turns[last + 1 :])
+    # Drop the older refusals first, so that they do not eat into the N messages the window may hold.
+    kept = _without_earlier_refusals(turns)
     return kept[-(window // 2) :] if window >= 2 else []
 
 
@@ -85,25 +85,32 @@ def _with_note(messages: list[Message], note: str) -> list[Message]:
     return [*messages[:-1], last.model_copy(update={"text": f"{last.text}\n\n{note}".lstrip()})]
 
 
+def _is_refused(turn: Turn) -> bool:
+    """A reply that recorded nothing and changed nothing: every call it made came back an error."""
+    calls_failed = bool(turn.assistant.tool_calls and turn.user.tool_results) and all(
+        r.is_error for r in turn.user.tool_results
+    )
+    return turn.refused or calls_failed
+
+
 def _calls_key(turn: Turn) -> str:
     calls = [(c.name, c.arguments, c.parse_error) for c in turn.assistant.tool_calls]
     return json.dumps([turn.assistant.text if not calls else "", calls], sort_keys=True)
 
 
-def _without_repeated_refusals(window: list[Turn]) -> list[Turn]:
-    """A refused call the model sent again shows once, at its latest place. Copies of its own refused
-    call taught a small model to send it yet again (Qwen2.5-Coder-1.5B did so five times in a row), and
-    each copy cost tokens while saying nothing new."""
-    refused = [
-        t.refused
-        or (
-            bool(t.assistant.tool_calls and t.user.tool_results)
-            and all(r.is_error for r in t.user.tool_results)
-        )
-        for t in window
+def _without_earlier_refusals(window: list[Turn]) -> list[Turn]:
+    """Of the refused replies, only the latest shows, and not even that once the same call was made
+    again. Shown each of its refused calls, a small model continued them as a sequence
+    (Qwen2.5-Coder-1.5B sent gamma 21, 22, 24, 25, 28, 29, 31 against a bound of 20, each one refused)
+    or sent one of them yet again (five times in a row); each cost tokens and said nothing the latest
+    refusal does not."""
+    refused = [i for i, turn in enumerate(window) if _is_refused(turn)]
+    latest = {_calls_key(turn): i for i, turn in enumerate(window)}  # a call sent again, then done
+    return [
+        turn
+        for i, turn in enumerate(window)
+        if i not in refused or (i == refused[-1] and latest[_calls_key(turn)] == i)
     ]
-    latest = {_calls_key(t): i for i, t in enumerate(window)}
-    return [t for i, t in enumerate(window) if not refused[i] or latest[_calls_key(t)] == i]
 
 
 def result_text(tool: str, outcome: ToolOutcome) -> str:

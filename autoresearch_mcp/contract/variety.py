@@ -23,10 +23,11 @@ def bounds_of(schema: dict[str, Any], name: str) -> tuple[Any, Any] | None:
 def change_of(
     name: str, bounds: tuple[Any, Any] | None, tried: list[Any], fmt: Callable[[Any], str] = str
 ) -> str:
-    """`learning_rate below 0.3 or above 0.4 (range 0.001-1)`: a change of the param that no value
-    tried so far satisfies, as directions, never as a list of values. Listed ("tried so far: 0.3,
-    0.4"), the values were what Qwen2.5-Coder-1.5B sent: `{"learning_rate": 0.4}`, the best's own value,
-    three times in one run; told only the range, it went past a bound it sat on (colsample_bytree 1.5).
+    """`learning_rate below 0.3 (down to 0.001) or above 0.4 (up to 1)`: a change of the param that no
+    value tried so far satisfies, as directions with the limit of each, never as a list of values.
+    Listed ("tried so far: 0.3, 0.4"), the values were what Qwen2.5-Coder-1.5B sent: `{"learning_rate":
+    0.4}`, the best's own value, three times in one run. Given the range apart ("gamma above 0 (range
+    0-20)"), it sent 21; told only the range, it went past a bound it sat on (colsample_bytree 1.5).
     `fmt` writes a value as the caller writes values elsewhere."""
     numbers = sorted(v for v in tried if isinstance(v, int | float) and not isinstance(v, bool))
     if not numbers:
@@ -35,11 +36,9 @@ def change_of(
     if bounds is None:
         return f"{name} below {fmt(low_tried)} or above {fmt(high_tried)}"
     low, high = bounds
-    ways = ([f"below {fmt(low_tried)}"] if low_tried > low else []) + (
-        [f"above {fmt(high_tried)}"] if high_tried < high else []
+    ways = ([f"below {fmt(low_tried)} (down to {fmt(low)})"] if low_tried > low else []) + (
+        [f"above {fmt(high_tried)} (up to {fmt(high)})"] if high_tried < high else []
     )
-    joint = " to " if fmt(low).startswith("-") or fmt(high).startswith("-") else "-"
-    span = f"range {fmt(low)}{joint}{fmt(high)}"
     if not ways:  # both bounds tried: only values between the tried ones are left
-        return f"{name} between {fmt(low_tried)} and {fmt(high_tried)}, not one tried yet ({span})"
-    return f"{name} {' or '.join(ways)} ({span})"
+        return f"{name} between {fmt(low_tried)} and {fmt(high_tried)}, a value not tried yet"
+    return f"{name} {' or '.join(ways)}"

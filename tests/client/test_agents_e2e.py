@@ -464,11 +464,11 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
     assert len(first_refusal) == 1 and first_refusal[0].startswith("ERROR: exact repeat of experiment #1")
     # It names the least varied parameter and the values it took ...
     assert first_refusal[0].endswith(
-        "Change at least one value this time, e.g. x below 0.1 or above 0.1 (range -10 to 10)."
+        "Change at least one value this time, e.g. x below 0.1 (down to -10) or above 0.1 (up to 10)."
     )
     # ... the second refusal replaces the first in the window (same call), and names the next one.
     assert len(second_refusal) == 1 and second_refusal[0].endswith(
-        "e.g. y below 0.2 or above 0.2 (range -10 to 10)."
+        "e.g. y below 0.2 (down to -10) or above 0.2 (up to 10)."
     )
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
 
@@ -486,10 +486,10 @@ def test_the_repeat_hint_names_the_least_varied_parameter_and_which_way_a_new_va
     # With the task's schema: the range, and where a tried value sits on a bound, only the way left.
     schema = {"properties": {n: {"type": "number", "minimum": 0.1, "maximum": 1.0} for n in tried}}
     assert repeat_hint("run_experiment", {"b": 1.0}, {"b": [0.5, 1.0]}, 0, schema).endswith(
-        "e.g. b below 0.5 (range 0.1-1)."
+        "e.g. b below 0.5 (down to 0.1)."
     )
     assert repeat_hint("run_experiment", {"c": 0.5}, {"c": [0.5, 0.7]}, 0, schema).endswith(
-        "e.g. c below 0.5 or above 0.7 (range 0.1-1)."
+        "e.g. c below 0.5 (down to 0.1) or above 0.7 (up to 1)."
     )
 
 

@@ -77,7 +77,9 @@ def refused(call_id: str, params: dict[str, int]) -> Turn:
     )
 
 
-def test_a_refused_call_sent_again_shows_once_at_its_latest_place():
+def test_of_the_refused_calls_only_the_latest_shows():
+    # Shown each refused call, Qwen2.5-Coder-1.5B continued them as a sequence (gamma 21, 22, 24, 25,
+    # 28, 29, 31 against a bound of 20) or sent one of them again.
     first, note, again, other = (
         refused("a", {"max_depth": 6}),
         turn("add_note"),
@@ -85,8 +87,8 @@ def test_a_refused_call_sent_again_shows_once_at_its_latest_place():
         refused("c", {"max_depth": 7}),
     )
     turns = [turn("run_experiment", recorded=True), first, note, again, other]
-    assert select_window(turns, None) == [note, again, other]
-    assert select_window(turns, 20) == [turns[0], note, again, other]
+    assert select_window(turns, None) == [note, other]
+    assert select_window(turns, 20) == [turns[0], note, other]
 
 
 def test_a_call_that_succeeded_is_never_dropped_for_looking_like_another():
@@ -101,7 +103,7 @@ def test_repeats_do_not_eat_into_a_window_of_n_messages():
     assert window == [older[1], older[2], repeats[-1]]
 
 
-def test_different_unparsable_calls_are_not_taken_for_the_same_call():
+def test_of_several_unparsable_calls_only_the_latest_shows():
     def broken(call_id: str, error: str) -> Turn:
         call = ToolCall(id=call_id, name="run_experiment", arguments={}, parse_error=error)
         return Turn(
@@ -112,7 +114,7 @@ def test_different_unparsable_calls_are_not_taken_for_the_same_call():
         )
 
     first, second = broken("a", "not valid JSON: '{'"), broken("b", "not valid JSON: '[1'")
-    assert select_window([first, second], None) == [first, second]
+    assert select_window([first, second], None) == [second]
 
 
 def test_a_refused_call_that_later_succeeded_is_shown_only_as_the_success():
@@ -125,7 +127,7 @@ def test_a_refused_call_that_later_succeeded_is_shown_only_as_the_success():
     assert select_window([refusal, success], None) == [success]
 
 
-def test_a_text_reply_refused_again_and_again_shows_once_at_its_latest_place():
+def test_of_the_refused_text_replies_only_the_latest_shows_and_a_used_one_always():
     def text_turn(text: str, refused: bool) -> Turn:
         return Turn(
             assistant=Message(role="assistant", text=text),
@@ -137,7 +139,7 @@ def test_a_text_reply_refused_again_and_again_shows_once_at_its_latest_place():
     other = text_turn("Another idea", refused=True)
     kept = text_turn("Revert it, I think", refused=False)  # not refused: never dropped
     turns = [same[0], other, same[1], kept, same[2]]
-    assert select_window(turns, None) == [other, kept, same[2]]
+    assert select_window(turns, None) == [kept, same[2]]
 
 
 def test_an_error_line_names_the_exception_not_only_its_introduction():

@@ -91,7 +91,7 @@ def test_the_best_shows_in_full_in_schema_order_and_recent_lines_show_what_diffe
     # Seven params took one value each; with 3 experiments run, the rotation over them names the
     # fourth (colsample_bytree), as the summary's last line: the change to make, as directions.
     assert text.endswith(
-        "\nChange at least one value of the best, e.g. colsample_bytree below 0.8 or above 0.8 (range 0.1-1)."
+        "\nChange at least one value of the best, e.g. colsample_bytree below 0.8 (down to 0.1) or above 0.8 (up to 1)."
     )
     assert "Counts:" not in text  # all ok, nothing refused: the first line says as much
 
@@ -119,11 +119,13 @@ def test_the_change_to_make_rotates_over_the_least_varied_params_and_never_lists
     run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
     store, task = service.store, service.task("hpo-covertype")
     record(store, run.id, dict(BASE), 0.70)
-    assert change_line(store, run.id, task).endswith("e.g. max_depth below 8 or above 8 (range 1-15).")
+    assert change_line(store, run.id, task).endswith(
+        "e.g. max_depth below 8 (down to 1) or above 8 (up to 15)."
+    )
     record(store, run.id, dict(BASE, gamma=2.0), 0.71)
     # Eight params still took one value; the second experiment moves the rotation on by one.
     assert change_line(store, run.id, task).endswith(
-        "e.g. learning_rate below 0.1 or above 0.1 (range 0.001-1)."
+        "e.g. learning_rate below 0.1 (down to 0.001) or above 0.1 (up to 1)."
     )
     record(store, run.id, dict(BASE, gamma=2.0, colsample_bytree=1.0), 0.72)
     # colsample_bytree sits on its upper bound in one of its tried values: only "below" is left.
@@ -135,14 +137,12 @@ def test_the_change_to_make_rotates_over_the_least_varied_params_and_never_lists
     # Every param took two values now; gamma's are 0 (its lower bound) and 2, colsample_bytree's 0.8 and
     # 1 (its upper bound): 10 experiments in, the rotation names the second param of schema order.
     line = change_line(store, run.id, task)
-    assert line.endswith("e.g. max_depth below 2 or above 8 (range 1-15).")
+    assert line.endswith("e.g. max_depth below 2 (down to 1) or above 8 (up to 15).")
     assert "tried" not in line
-    assert (
-        change_of("colsample_bytree", (0.1, 1.0), [0.8, 1.0]) == "colsample_bytree below 0.8 (range 0.1-1.0)"
-    )
-    assert change_of("gamma", (0.0, 20.0), [0.0, 2.0]) == "gamma above 2.0 (range 0.0-20.0)"
-    assert change_of("x", (0, 1), [0, 1]) == "x between 0 and 1, not one tried yet (range 0-1)"
-    assert change_of("x", (-10, 10), [0.5]) == "x below 0.5 or above 0.5 (range -10 to 10)"
+    assert change_of("colsample_bytree", (0.1, 1.0), [0.8, 1.0]) == "colsample_bytree below 0.8 (down to 0.1)"
+    assert change_of("gamma", (0.0, 20.0), [0.0, 2.0]) == "gamma above 2.0 (up to 20.0)"
+    assert change_of("x", (0, 1), [0, 1]) == "x between 0 and 1, a value not tried yet"
+    assert change_of("x", (-10, 10), [0.5]) == "x below 0.5 (down to -10) or above 0.5 (up to 10)"
 
 
 def test_the_change_to_make_is_the_last_line_after_the_counts(settings):
