@@ -114,6 +114,19 @@ class Sampler:
         return None
 
 
+def at_a_bound(sent: Any, best: dict[str, Any]) -> bool:
+    """Whether the sample sets a param it changes to that param's minimum or maximum."""
+    if not isinstance(sent, dict):
+        return False
+    properties = HPOParams.model_json_schema()["properties"]
+    return any(
+        name in properties
+        and value != best.get(name)
+        and value in (properties[name].get("minimum"), properties[name].get("maximum"))
+        for name, value in sent.items()
+    )
+
+
 def classify(reply: LLMResponse, best: dict[str, Any], tried: list[dict[str, Any]]) -> tuple[str, Any]:
     """What the server would make of the reply's run_experiment call (sent with base="best")."""
     call = next((c for c in reply.tool_calls if c.name == "run_experiment"), None)
@@ -213,7 +226,7 @@ async def probe(
     return {
         "k": k,
         "prompt": sampler.request.messages[0].text,
-        "samples": [{"outcome": o, "sent": s} for o, s in outcomes],
+        "samples": [{"outcome": o, "sent": s, "at_a_bound": at_a_bound(s, best)} for o, s in outcomes],
     }
 
 
@@ -268,6 +281,9 @@ async def main(argv: list[str] | None = None) -> int:
             kinds = [s["outcome"] for s in result["samples"]]
             for kind in kinds:
                 totals[kind] = totals.get(kind, 0) + 1
+            totals["at_a_bound"] = totals.get("at_a_bound", 0) + sum(
+                s["at_a_bound"] for s in result["samples"]
+            )
             print(
                 f"{path.parent.name if path.suffix == '.db' else path.parent.parent.name} k={k}: {' '.join(kinds)}",
                 flush=True,
@@ -276,7 +292,7 @@ async def main(argv: list[str] | None = None) -> int:
                 print("  " + result["prompt"].replace("\n", "\n  "))
             for s in result["samples"]:
                 print(f"    {s['outcome']}: {json.dumps(s['sent'])[:160]}")
-    n = sum(totals.values())
+    n = sum(v for k, v in totals.items() if k != "at_a_bound")
     print(f"totals over {n} samples: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
     if n:
         print(f"repeat share: {totals.get('repeat', 0) / n:.0%}")

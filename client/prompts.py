@@ -66,23 +66,17 @@ def repeat_hint(
     schema: dict[str, Any] | None = None,
 ) -> str:
     """Added to an exact-repeat refusal: a small model that copies an earlier configuration needs to
-    be told which value to change (it ignores a general "try different params") and which way a new
-    value lies (the task's params `schema` gives the range). `tried`: every param of the task, in
-    schema order, with the values it took so far. The param named rotates with each refusal over the
-    least varied ones first; capable models never repeat, so never see it."""
+    be told which value to change (it ignores a general "try different params") and which way (the
+    task's params `schema` gives the bounds: at one, only the other way is named). `tried`: every
+    param of the task, in schema order, with the values it took so far. The param named rotates with
+    each refusal over the least varied ones first; capable models never repeat, so never see it."""
     if tool == "run_benchmark":
         return "This version of train.py is already benchmarked: change it with modify_train_py first."
     names = least_varied_first({n: len(values) for n, values in tried.items()}) or sorted(params)
     if not names:
         return "Set at least one parameter to a value not tried yet."
     name = names[refusals % len(names)]
-    change = change_of(name, bounds_of(schema or {}, name), tried.get(name, []), _shown)
-    return f"Change at least one value this time, e.g. {change}."
-
-
-def _shown(value: object) -> str:
-    """A value as the summary writes it: `1`, `0.05`, not `1.0`."""
-    return f"{value:.4g}" if isinstance(value, float) else repr(value)
+    return f"Change at least one value this time, e.g. {change_of(name, bounds_of(schema or {}, name), params.get(name))}."
 
 
 def stateful_turn(summary: str, request: str, code: str | None = None) -> str:

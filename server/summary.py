@@ -68,23 +68,17 @@ def _defaults(task: Task) -> dict[str, Any]:
     return task.params_model().model_dump()
 
 
-def least_varied(store: Store, run: Run, task: Task) -> str:
-    """The param with the fewest distinct values tried so far, as a change that no value tried so far
-    satisfies: where an untried change is most likely. Ties rotate with each experiment (by schema
-    order at first): a small model that copies the best configuration needs a name to change and a
-    way to a new value, and named the same param turn after turn it stopped changing it."""
+def least_varied(store: Store, run: Run, task: Task, best: dict[str, Any]) -> str:
+    """The param with the fewest distinct values tried so far, as a change of the best's value: where
+    an untried change is most likely. Ties rotate with each experiment (by schema order at first): a
+    small model that copies the best configuration needs a name to change, and named the same param
+    turn after turn it stopped changing it."""
     names = list(task.params_model.model_fields)
     counts = store.distinct_values(run.id, names)
     ranked = least_varied_first({n: counts[n] for n in names})
     ties = [n for n in ranked if counts[n] == counts[ranked[0]]]
     name = ties[run.used % len(ties)]
-    bounds = bounds_of(task.params_model.model_json_schema(), name)
-    return change_of(name, bounds, store.values_of(run.id, name), lambda v: _value(task, name, v))
-
-
-def _value(task: Task, name: str, value: Any) -> str:
-    """One param value as the summary writes it (`1`, not `1.0`)."""
-    return task.format_params({name: value}).split("=", 1)[1]
+    return change_of(name, bounds_of(task.params_model.model_json_schema(), name), best.get(name))
 
 
 def render_summary(store: Store, run: Run, task: Task) -> str:
@@ -134,7 +128,9 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     if tally:
         lines.append("Counts: " + ", ".join(tally))
     if has_params and recent:
-        lines.append(f"Change at least one value of the best, e.g. {least_varied(store, run, task)}.")
+        lines.append(
+            f"Change at least one value of the best, e.g. {least_varied(store, run, task, best.params if best else {})}."
+        )
     return "\n".join(lines)
 
 

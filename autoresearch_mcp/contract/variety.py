@@ -1,7 +1,6 @@
 """Which parameter has been explored least, and how to name a change of it: one rule and one wording
 for the server's summary and the agent's hints."""
 
-from collections.abc import Callable
 from typing import Any
 
 
@@ -20,25 +19,15 @@ def bounds_of(schema: dict[str, Any], name: str) -> tuple[Any, Any] | None:
     return None if low is None or high is None else (low, high)
 
 
-def change_of(
-    name: str, bounds: tuple[Any, Any] | None, tried: list[Any], fmt: Callable[[Any], str] = str
-) -> str:
-    """`learning_rate below 0.3 (down to 0.001) or above 0.4 (up to 1)`: a change of the param that no
-    value tried so far satisfies, as directions with the limit of each, never as a list of values.
-    Listed ("tried so far: 0.3, 0.4"), the values were what Qwen2.5-Coder-1.5B sent: `{"learning_rate":
-    0.4}`, the best's own value, three times in one run. Given the range apart ("gamma above 0 (range
-    0-20)"), it sent 21; told only the range, it went past a bound it sat on (colsample_bytree 1.5).
-    `fmt` writes a value as the caller writes values elsewhere."""
-    numbers = sorted(v for v in tried if isinstance(v, int | float) and not isinstance(v, bool))
-    if not numbers:
-        return f"{name} (a value not tried yet)"
-    low_tried, high_tried = numbers[0], numbers[-1]
-    if bounds is None:
-        return f"{name} below {fmt(low_tried)} or above {fmt(high_tried)}"
-    low, high = bounds
-    ways = ([f"below {fmt(low_tried)} (down to {fmt(low)})"] if low_tried > low else []) + (
-        [f"above {fmt(high_tried)} (up to {fmt(high)})"] if high_tried < high else []
-    )
-    if not ways:  # both bounds tried: only values between the tried ones are left
-        return f"{name} between {fmt(low_tried)} and {fmt(high_tried)}, a value not tried yet"
-    return f"{name} {' or '.join(ways)}"
+def change_of(name: str, bounds: tuple[Any, Any] | None, at: Any) -> str:
+    """`raise or lower learning_rate`: a change of the param from its value `at` in the best, with no
+    number in it. Every number a hint held, Qwen2.5-Coder-1.5B sent back: listed tried values (the
+    best's own among them, `{"learning_rate": 0.4}` three times in one run), the limits of each
+    direction (max_depth 1, subsample 0.1, reg_alpha 100, each "down to" or "up to"), or a bound just
+    past it ("gamma above 0 (range 0-20)": 21). Where `at` sits on a bound, only the way left is named:
+    told "tried so far: 1" for colsample_bytree, it sent 1.2 and 1.5."""
+    if bounds is not None and at is not None and at == bounds[1]:
+        return f"lower {name}"
+    if bounds is not None and at is not None and at == bounds[0]:
+        return f"raise {name}"
+    return f"raise or lower {name}"

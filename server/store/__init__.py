@@ -422,15 +422,6 @@ class Store:
         )
         return {name: row[i] for i, name in enumerate(names)}
 
-    def values_of(self, run_id: str, name: str) -> list[Any]:
-        """The distinct values one param took over the run's experiments, in ascending order."""
-        rows = self.db.reader().execute(
-            "SELECT DISTINCT json_extract(params_json, ?) AS v FROM experiments WHERE run_id = ?"
-            " AND v IS NOT NULL ORDER BY v",
-            (f'$."{name}"', run_id),
-        )
-        return [row[0] for row in rows]
-
     def consecutive_failures(self, run_id: str) -> int:
         """Experiments that failed and refusals, counted back from the latest until a success."""
         conn = self.db.reader()

@@ -463,34 +463,26 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
     first_refusal, second_refusal = tool_texts(bodies[2]), tool_texts(bodies[3])
     assert len(first_refusal) == 1 and first_refusal[0].startswith("ERROR: exact repeat of experiment #1")
     # It names the least varied parameter and the values it took ...
-    assert first_refusal[0].endswith(
-        "Change at least one value this time, e.g. x below 0.1 (down to -10) or above 0.1 (up to 10)."
-    )
+    assert first_refusal[0].endswith("Change at least one value this time, e.g. raise or lower x.")
     # ... the second refusal replaces the first in the window (same call), and names the next one.
-    assert len(second_refusal) == 1 and second_refusal[0].endswith(
-        "e.g. y below 0.2 (down to -10) or above 0.2 (up to 10)."
-    )
+    assert len(second_refusal) == 1 and second_refusal[0].endswith("e.g. raise or lower y.")
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
 
 
-def test_the_repeat_hint_names_the_least_varied_parameter_and_which_way_a_new_value_lies():
+def test_the_repeat_hint_names_the_least_varied_parameter_and_which_way_to_move_it():
     from autoresearch_mcp.client.prompts import repeat_hint
 
     assert "modify_train_py" in repeat_hint("run_benchmark", {}, {}, 0)
     assert repeat_hint("run_experiment", {}, {}, 4) == "Set at least one parameter to a value not tried yet."
     tried: dict[str, list[object]] = {"a": [1, 2, 3], "b": [2], "c": [5, 6]}
-    # The least varied first, as directions away from the values it took (never the values as a list
-    # to pick from: the 1.5B model sent the best's own value back); the next refusal names the next.
-    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 0).endswith("e.g. b below 2 or above 2.")
-    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 1).endswith("e.g. c below 5 or above 6.")
-    # With the task's schema: the range, and where a tried value sits on a bound, only the way left.
+    # The least varied first, with no number to send back (the 1.5B model sent the best's own value
+    # when the hint listed it); the next refusal names the next one.
+    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 0).endswith("e.g. raise or lower b.")
+    assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 1).endswith("e.g. raise or lower c.")
+    # With the task's schema: where the value sent sits on a bound, only the way left.
     schema = {"properties": {n: {"type": "number", "minimum": 0.1, "maximum": 1.0} for n in tried}}
-    assert repeat_hint("run_experiment", {"b": 1.0}, {"b": [0.5, 1.0]}, 0, schema).endswith(
-        "e.g. b below 0.5 (down to 0.1)."
-    )
-    assert repeat_hint("run_experiment", {"c": 0.5}, {"c": [0.5, 0.7]}, 0, schema).endswith(
-        "e.g. c below 0.5 (down to 0.1) or above 0.7 (up to 1)."
-    )
+    assert repeat_hint("run_experiment", {"b": 1.0}, {"b": [0.5, 1.0]}, 0, schema).endswith("e.g. lower b.")
+    assert repeat_hint("run_experiment", {"c": 0.1}, {"c": [0.1]}, 0, schema).endswith("e.g. raise c.")
 
 
 @pytest.mark.parametrize(

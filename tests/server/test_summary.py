@@ -89,10 +89,8 @@ def test_the_best_shows_in_full_in_schema_order_and_recent_lines_show_what_diffe
     ) in text
     assert "\n#1 0.7000 max_depth=8\n#2 0.7500 (best)\n#3 0.7200 max_depth=8 gamma=1\n" in text
     # Seven params took one value each; with 3 experiments run, the rotation over them names the
-    # fourth (colsample_bytree), as the summary's last line: the change to make, as directions.
-    assert text.endswith(
-        "\nChange at least one value of the best, e.g. colsample_bytree below 0.8 (down to 0.1) or above 0.8 (up to 1)."
-    )
+    # fourth (colsample_bytree), as the summary's last line: the change to make, with no number in it.
+    assert text.endswith("\nChange at least one value of the best, e.g. raise or lower colsample_bytree.")
     assert "Counts:" not in text  # all ok, nothing refused: the first line says as much
 
 
@@ -112,37 +110,48 @@ def change_line(store: Store, run_id: str, task) -> str:
     return render_summary(store, store.get_run(run_id), task).splitlines()[-1]
 
 
-def test_the_change_to_make_rotates_over_the_least_varied_params_and_never_lists_a_value_to_copy(settings):
-    # Listed ("tried so far: 0.3, 0.4"), the values were what Qwen2.5-Coder-1.5B sent back, the best's
-    # own among them; named the same param turn after turn, it stopped changing it.
+def test_the_change_to_make_rotates_over_the_least_varied_params_and_holds_no_number(settings):
+    # Every number a hint held, Qwen2.5-Coder-1.5B sent back: tried values (the best's own among them),
+    # the limit of a direction ("down to 1": max_depth 1), a bound just past it ("range 0-20": gamma 21).
+    # Named the same param turn after turn, it stopped changing it.
     service = RunService(Store(settings.db_path.with_name("rotate.db")), settings)
     run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
     store, task = service.store, service.task("hpo-covertype")
     record(store, run.id, dict(BASE), 0.70)
-    assert change_line(store, run.id, task).endswith(
-        "e.g. max_depth below 8 (down to 1) or above 8 (up to 15)."
-    )
+    assert change_line(store, run.id, task).endswith("e.g. raise or lower max_depth.")
     record(store, run.id, dict(BASE, gamma=2.0), 0.71)
     # Eight params still took one value; the second experiment moves the rotation on by one.
-    assert change_line(store, run.id, task).endswith(
-        "e.g. learning_rate below 0.1 (down to 0.001) or above 0.1 (up to 1)."
-    )
-    record(store, run.id, dict(BASE, gamma=2.0, colsample_bytree=1.0), 0.72)
-    # colsample_bytree sits on its upper bound in one of its tried values: only "below" is left.
+    assert change_line(store, run.id, task).endswith("e.g. raise or lower learning_rate.")
+    record(store, run.id, dict(BASE, gamma=2.0, colsample_bytree=1.0), 0.72)  # the new best
     for params in (dict(BASE, n_estimators=10), dict(BASE, max_depth=2), dict(BASE, learning_rate=0.2)):
         record(store, run.id, params, 0.6)
     for params in (dict(BASE, subsample=0.5), dict(BASE, min_child_weight=2.0), dict(BASE, reg_alpha=1.0)):
         record(store, run.id, params, 0.6)
+    # Every param but reg_lambda took two values: it is named, 9 experiments in.
+    assert change_line(store, run.id, task).endswith("e.g. raise or lower reg_lambda.")
     record(store, run.id, dict(BASE, reg_lambda=3.0), 0.6)
-    # Every param took two values now; gamma's are 0 (its lower bound) and 2, colsample_bytree's 0.8 and
-    # 1 (its upper bound): 10 experiments in, the rotation names the second param of schema order.
+    # All took two now; 10 in, the rotation names the second of schema order.
     line = change_line(store, run.id, task)
-    assert line.endswith("e.g. max_depth below 2 (down to 1) or above 8 (up to 15).")
-    assert "tried" not in line
-    assert change_of("colsample_bytree", (0.1, 1.0), [0.8, 1.0]) == "colsample_bytree below 0.8 (down to 0.1)"
-    assert change_of("gamma", (0.0, 20.0), [0.0, 2.0]) == "gamma above 2.0 (up to 20.0)"
-    assert change_of("x", (0, 1), [0, 1]) == "x between 0 and 1, a value not tried yet"
-    assert change_of("x", (-10, 10), [0.5]) == "x below 0.5 (down to -10) or above 0.5 (up to 10)"
+    assert line.endswith("e.g. raise or lower max_depth.")
+    assert not any(ch.isdigit() for ch in line)
+    # Where the best's value sits on a bound, only the way left is named (told "tried so far: 1" for
+    # colsample_bytree, the model sent 1.2 and 1.5).
+    assert change_of("colsample_bytree", (0.1, 1.0), 1.0) == "lower colsample_bytree"
+    assert change_of("gamma", (0.0, 20.0), 0.0) == "raise gamma"
+    assert change_of("gamma", (0.0, 20.0), 2.0) == "raise or lower gamma"
+    assert change_of("x", None, 5) == "raise or lower x"
+
+
+def test_where_the_best_sits_on_a_bound_the_change_names_the_way_left(settings):
+    service = RunService(Store(settings.db_path.with_name("bound.db")), settings)
+    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store, task = service.store, service.task("hpo-covertype")
+    top = dict(BASE, colsample_bytree=1.0)
+    record(store, run.id, top, 0.75)
+    for name, value in {"n_estimators": 200, "max_depth": 6, "learning_rate": 0.2, "subsample": 0.9}.items():
+        record(store, run.id, dict(top, **{name: value}), 0.70)
+    # colsample_bytree is now the first of the least varied, and 1 (its maximum) in the best.
+    assert change_line(store, run.id, task).endswith("e.g. lower colsample_bytree.")
 
 
 def test_the_change_to_make_is_the_last_line_after_the_counts(settings):
