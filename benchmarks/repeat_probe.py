@@ -12,7 +12,7 @@ request's design, not the search.
 
     LOCAL_LLM_THREADS=2 ../shared/tools/local-llm start 8088
     python benchmarks/repeat_probe.py --base-url http://127.0.0.1:8088/v1 \\
-        benchmarks/results/hpo-15-qwen2.5-coder-1.5b/seed-*/transcripts/stateless-*.jsonl.gz
+        benchmarks/results/hpo-15-qwen2.5-coder-1.5b/before-change-line/seed-*/transcripts/stateless-*.jsonl.gz
 
 Prints one line per situation and the totals; `--out FILE.json` keeps every sample.
 """

@@ -2,6 +2,7 @@
 its tools table and layout tree match the code, and the reference tables match what they document."""
 
 import ast
+import json
 import re
 from pathlib import Path
 from typing import get_args
@@ -190,3 +191,28 @@ def test_every_environment_variable_is_documented():
     names = [value for key, value in vars(env).items() if key.startswith("ENV_") and key != "ENV_PREFIX"]
     text = (ROOT / "docs" / "configuration.md").read_text()
     assert names and [n for n in names if n not in text] == []
+
+
+# The README's results rows -> the committed study folder under benchmarks/results/ they come from.
+RESULT_ROWS = {
+    "hpo-covertype, 15 iterations": "hpo-15",
+    "hpo-covertype, 200 iterations": "hpo-200",
+    "codeopt-records, 40 iterations": "codeopt-40",
+}
+
+
+def test_the_readme_results_table_is_what_the_committed_results_say():
+    rows = table_rows(section(README.read_text(), "Results"))
+    checked = 0
+    for label, stateless, stateful, ratio, *_ in rows:
+        study = next((folder for prefix, folder in RESULT_ROWS.items() if label.startswith(prefix)), None)
+        if study is None:
+            continue
+        key = "full_tokens" if "full tokens" in label else "context_tokens"
+        results = ROOT / "benchmarks" / "results" / study / "results.json"
+        summary = json.loads(results.read_text())["summary"]
+        assert stateless == f"{summary['stateless'][key]:,.0f}", label
+        assert stateful == f"{summary['stateful'][key]:,.0f}", label
+        assert ratio == f"{summary['ratio'][key]:.1f}x", label
+        checked += 1
+    assert checked == 6
