@@ -11,7 +11,6 @@ transcripts (replies the agent could not use: no tool call, or no parsable propo
 Usage: python benchmarks/real_model_table.py benchmarks/results/hpo-15-qwen2.5-coder-1.5b/seed-*
 """
 
-import gzip
 import json
 import sqlite3
 import statistics
@@ -19,6 +18,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from autoresearch_mcp.contract.transcript import load_transcript
 
 # A server refusal's message starts with words that name its kind (server/runs.py, server/store/).
 MESSAGE_KINDS = (
@@ -36,9 +37,7 @@ def _kind(message: str) -> str:
 
 
 def _transcript(folder: Path, mode: str, seed: int) -> list[dict[str, Any]]:
-    path = folder / "transcripts" / f"{mode}-{seed}.jsonl.gz"
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return load_transcript(folder / "transcripts" / f"{mode}-{seed}.jsonl.gz")
 
 
 def derived_refusals(folder: Path, run: dict[str, Any]) -> dict[str, int]:

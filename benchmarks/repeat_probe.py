@@ -19,7 +19,6 @@ Prints one line per situation and the totals; `--out FILE.json` keeps every samp
 
 import argparse
 import asyncio
-import gzip
 import json
 import logging
 import re
@@ -47,6 +46,7 @@ from autoresearch_mcp.client.llm.openai_backend import OpenAILLM
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import repeat_hint
 from autoresearch_mcp.client.stateful import StatefulAgent, Turn
+from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
@@ -70,9 +70,7 @@ def history_of(source: Path) -> list[dict[str, Any]]:
         finally:
             conn.close()
         return [{"params": json.loads(p), "metrics": json.loads(m)} for p, m in rows]
-    transcript = source
-    with gzip.open(transcript, "rt") if transcript.suffix == ".gz" else transcript.open() as f:
-        last = [json.loads(line) for line in f][-1]
+    last = load_transcript(source)[-1]
     text = last["request"]["messages"][0]["text"]
     rows = []
     for line in text.splitlines():
@@ -267,6 +265,7 @@ async def main(argv: list[str] | None = None) -> int:
         timeout=900,
     )
     totals: dict[str, int] = {}
+    at_bound = 0  # samples that set a param they change to its minimum or maximum
     results = []
     for path in args.transcripts:
         history = history_of(path)
@@ -281,9 +280,7 @@ async def main(argv: list[str] | None = None) -> int:
             kinds = [s["outcome"] for s in result["samples"]]
             for kind in kinds:
                 totals[kind] = totals.get(kind, 0) + 1
-            totals["at_a_bound"] = totals.get("at_a_bound", 0) + sum(
-                s["at_a_bound"] for s in result["samples"]
-            )
+            at_bound += sum(s["at_a_bound"] for s in result["samples"])
             print(
                 f"{path.parent.name if path.suffix == '.db' else path.parent.parent.name} k={k}: {' '.join(kinds)}",
                 flush=True,
@@ -292,8 +289,12 @@ async def main(argv: list[str] | None = None) -> int:
                 print("  " + result["prompt"].replace("\n", "\n  "))
             for s in result["samples"]:
                 print(f"    {s['outcome']}: {json.dumps(s['sent'])[:160]}")
-    n = sum(v for k, v in totals.items() if k != "at_a_bound")
-    print(f"totals over {n} samples: " + ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
+    n = sum(totals.values())
+    print(
+        f"totals over {n} samples: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(totals.items()))
+        + f"; a param set to a bound in {at_bound}"
+    )
     if n:
         print(f"repeat share: {totals.get('repeat', 0) / n:.0%}")
     if args.out:

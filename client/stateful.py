@@ -104,12 +104,13 @@ def _without_earlier_refusals(window: list[Turn]) -> list[Turn]:
     (Qwen2.5-Coder-1.5B sent gamma 21, 22, 24, 25, 28, 29, 31 against a bound of 20, each one refused)
     or sent one of them yet again (five times in a row); each cost tokens and said nothing the latest
     refusal does not."""
-    refused = [i for i, turn in enumerate(window) if _is_refused(turn)]
+    refused = {i for i, turn in enumerate(window) if _is_refused(turn)}
+    last = max(refused, default=-1)
     latest = {_calls_key(turn): i for i, turn in enumerate(window)}  # a call sent again, then done
     return [
         turn
         for i, turn in enumerate(window)
-        if i not in refused or (i == refused[-1] and latest[_calls_key(turn)] == i)
+        if i not in refused or (i == last and latest[_calls_key(turn)] == i)
     ]
 
 

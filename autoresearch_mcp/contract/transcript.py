@@ -7,6 +7,7 @@ call works toward), `call`, `llm`, `scripted`, `request`, `response`, `latency_s
 command: its calls are numbered from 1, so a resumed run (`run --run-id`) starts a new session, and its
 budget counts only the calls made since."""
 
+import gzip
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -16,12 +17,15 @@ from pydantic import BaseModel, Field
 
 
 def load_transcript(path: Path | str) -> list[dict[str, Any]]:
-    """Every line of a transcript, in order. A torn last line (a killed run) is skipped; a run that made
-    no call has no transcript, which reads as no lines."""
+    """Every line of a transcript (`.jsonl`, or the `.jsonl.gz` copy committed with results), in order.
+    A torn last line (a killed run) is skipped; a run that made no call has no transcript, which reads
+    as no lines."""
     records: list[dict[str, Any]] = []
-    if not Path(path).exists():
+    path = Path(path)
+    if not path.exists():
         return records
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    for line in data.decode("utf-8").splitlines():
         if not line.strip():
             continue
         try:

@@ -26,8 +26,9 @@ def change_of(name: str, bounds: tuple[Any, Any] | None, at: Any) -> str:
     direction (max_depth 1, subsample 0.1, reg_alpha 100, each "down to" or "up to"), or a bound just
     past it ("gamma above 0 (range 0-20)": 21). Where `at` sits on a bound, only the way left is named:
     told "tried so far: 1" for colsample_bytree, it sent 1.2 and 1.5."""
-    if bounds is not None and at is not None and at == bounds[1]:
-        return f"lower {name}"
-    if bounds is not None and at is not None and at == bounds[0]:
-        return f"raise {name}"
+    if bounds is not None and at is not None:
+        if at == bounds[1]:
+            return f"lower {name}"
+        if at == bounds[0]:
+            return f"raise {name}"
     return f"raise or lower {name}"

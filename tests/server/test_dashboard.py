@@ -1,5 +1,6 @@
 """The dashboard's routes, its token cookie, and the report file, against a realistic run in a real SQLite file."""
 
+import gzip
 import json
 import random
 import re
@@ -316,3 +317,11 @@ def test_line_counts_agree_between_the_tool_the_view_and_the_dashboard(tmp_path)
     shown = [(v.version, v.lines) for v in run_detail(store, run.id, tmp_path).versions]
     assert viewed == [[1, 2], [2, 1]] and shown == [(1, 2), (2, 1)]
     assert [line_count(source), line_count("a = 1"), line_count("")] == [2, 1, 0]
+
+
+def test_a_gzipped_transcript_reads_as_the_plain_one(tmp_path):
+    plain = tmp_path / "r-stateful.jsonl"
+    plain.write_text('{"call": 1}\n{"call": 2}\n{"call": 3, "torn')
+    packed = tmp_path / "r-stateful.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load_transcript(packed) == load_transcript(plain) == [{"call": 1}, {"call": 2}]
