@@ -14,8 +14,16 @@ repeat `first` step for step) and `chained` cannot replay `first`'s draws. With 
 one training thread everything is deterministic (the double's proposals depend only on its seed and the
 summary's Best line), so `single`'s first N experiments are `first`'s.
 
+Then the re-check: each run's final best is trained again on the same K fresh seeds (--recheck-seeds,
+default 5; each an experiment of its own run on that seed, no LLM) and compared on the mean. A run's
+own best is the highest of its noisy measurements, so it flatters the run with more of them: `single`
+keeps the lucky figure of a configuration that `chained` re-measured on another seed. The split is the
+same for every run (the paper's one stratified 80/20 split), so the re-check varies the training seed
+only: it takes out the luck of a maximum over noisy measurements, not a fit to the test split, and a
+configuration without row or column sampling scores the same on every seed.
+
     python benchmarks/memory_chain.py --llm scripted --data ../shared/data/covtype_20k.csv.gz \
-        --hpo-threads 1 --seeds 42,123,456 --budget 15
+        --hpo-threads 1 --seeds 42,123,456 --budget 15 --jobs 2
 
 A local model instead (opt-in; any OpenAI-compatible endpoint):
 
@@ -25,7 +33,11 @@ A local model instead (opt-in; any OpenAI-compatible endpoint):
         --budget 15 --out benchmarks/memory_chain_local --transcripts benchmarks/memory_chain_local --resume
 
 Writes OUT.md and OUT.json (default benchmarks/memory_chain.*) after every seed, so a long run stopped
-part way keeps the seeds it finished; --resume reuses them and runs only the seeds OUT.json lacks. The
+part way keeps the seeds it finished; --resume reuses them and runs only the seeds OUT.json lacks (and
+re-checks the kept seeds that have no re-check yet). --jobs 2 runs two seeds at a time (each run trains
+on --hpo-threads, so 2 x 1 thread fills 2 cores; the figures do not change, the wall-clock does).
+--recheck-only runs no agent: it re-checks the seeds of OUT.json, taking each best's params from the
+record, else from --db, else from the run's transcript in --transcripts (the Best line naming it). The
 runs' database goes to a temporary directory unless --db is given; transcripts too, unless --transcripts
 names a folder (they are kept there, gzipped beside the raw ones).
 """
@@ -33,6 +45,7 @@ names a folder (they are kept there, gzipped beside the raw ones).
 import argparse
 import asyncio
 import json
+import re
 import shlex
 import statistics
 import sys
@@ -43,10 +56,22 @@ from typing import Any
 
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.compare import pack_transcripts
-from autoresearch_mcp.client.run_cmd import add_agent_arguments, check_agent_args, run_session
+from autoresearch_mcp.client.connect import ResearchClient, connect
+from autoresearch_mcp.client.run_cmd import (
+    add_agent_arguments,
+    check_agent_args,
+    positive_int,
+    run_session,
+    spawn_args,
+)
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import ExperimentResult, StartedRun
 from autoresearch_mcp.contract.transcript import load_transcript, totals
 
 TOLERANCE = 0.002  # the chained pair should reach the single long run's best within this much
+LABELS = ("first", "chained", "single", "cold")
+# The re-check's common seeds are 10001, 10002, ...: apart from the runs' own seeds (s and s + 1).
+RECHECK_SEED_BASE = 10_000
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -68,7 +93,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--transcripts", type=Path, default=None, help="keep the transcripts in this folder (and gzipped)"
     )
+    parser.add_argument(
+        "--recheck-seeds",
+        type=int,
+        default=5,
+        choices=range(0, 11),
+        metavar="K",
+        help="train each run's final best again on these many common seeds (0: no re-check)",
+    )
+    parser.add_argument(
+        "--recheck-only", action="store_true", help="run no agent: re-check the seeds OUT.json holds"
+    )
+    parser.add_argument("--jobs", type=positive_int, default=1, help="seeds run at a time")
     args = parser.parse_args(argv)
+    if args.recheck_only and not args.recheck_seeds:
+        parser.error("--recheck-only needs --recheck-seeds of 1 or more")
     args.run_id = None
     return args
 
@@ -85,6 +124,7 @@ async def one_run(
     run = result.run
     assert run is not None
     first = result.history[0] if result.history else None
+    best = next((e for e in result.history if run.best and e.iteration == run.best.iteration), None)
     calls = load_transcript(transcript)
     spent = totals(calls)
     record = {
@@ -96,6 +136,7 @@ async def one_run(
         "experiments": run.used,
         "best": None if run.best is None else round(run.best.metric, 4),
         "best_iteration": None if run.best is None else run.best.iteration,
+        "best_params": None if best is None else best.params,
         "first_experiment": None
         if first is None
         else {"metric": first.metric, "note": first.note, "params": first.params},
@@ -135,6 +176,118 @@ async def chain(args: argparse.Namespace, work: Path, seed: int) -> dict[str, An
     }
 
 
+def recheck_seeds(k: int) -> list[int]:
+    return [RECHECK_SEED_BASE + i for i in range(1, k + 1)]
+
+
+_BEST_LINE = re.compile(r"^Best \w+=[-+\d.eE]+.*?\(#(\d+)\): (.+)$", re.MULTILINE)
+_PAIR = re.compile(r"(\w+)=([-+\d.eE]+)")
+
+
+class RecheckError(Exception):
+    """A re-check that cannot be done: the seed's runs stay recorded without it (--resume tries again)."""
+
+
+def params_from_transcript(path: Path, iteration: int) -> dict[str, Any] | None:
+    """Experiment #iteration's params as a later request's summary shows them, for results recorded before
+    the records kept `best_params`: the Best line gives the best in full (`Best macro_f1=0.69 (#10): a=1 b=2`),
+    each value to 4 significant digits. A best found by a run's last experiment is on no later line."""
+    for candidate in (path, path.with_name(path.name + ".gz")):
+        for call in load_transcript(candidate):
+            for message in call["request"]["messages"]:
+                for match in _BEST_LINE.finditer(message.get("text") or ""):
+                    if int(match.group(1)) == iteration:
+                        return {name: json.loads(value) for name, value in _PAIR.findall(match.group(2))}
+    return None
+
+
+async def best_params(
+    rc: ResearchClient, record: dict[str, Any], transcripts: Path | None
+) -> tuple[dict[str, Any], str]:
+    """A run's final best params and where they came from: its record, else its history on the server,
+    else its transcript."""
+    if record.get("best_params") is not None:
+        return dict(record["best_params"]), "record"
+    where = f"{record['label']} seed {record['seed']} ({record['run_id']})"
+    if record.get("best_iteration") is None:
+        raise RecheckError(f"{where} has no best to re-check")
+    try:
+        history = await rc.history(record["run_id"])
+    except ResearchError:  # not in this database: the transcript may still say
+        history = []
+    for experiment in history:
+        if experiment.iteration == record["best_iteration"]:
+            return experiment.params, "database"
+    if transcripts is not None:
+        found = params_from_transcript(
+            transcripts / f"{record['label']}-{record['seed']}.jsonl", record["best_iteration"]
+        )
+        if found:
+            return found, "transcript"
+    raise RecheckError(
+        f"no params for {where}'s best #{record['best_iteration']}: the record has none, the"
+        " database (--db) does not hold the run and no transcript (--transcripts) names it"
+    )
+
+
+async def recheck(args: argparse.Namespace, seed_result: dict[str, Any]) -> dict[str, Any]:
+    """Each run's final best trained again on the same fresh seeds, one re-check run per seed (as any
+    run: start_run, run_experiment, finish_run), each configuration once even where runs share it."""
+    seed, seeds = seed_result["seed"], recheck_seeds(args.recheck_seeds)
+    records = {r["label"]: r for r in seed_result["runs"]}
+    configs: list[tuple[dict[str, Any], list[str]]] = []
+    sources: dict[str, str] = {}
+    async with connect(
+        server_url=args.server_url, token=args.token, db=args.db, data=args.data, server_args=spawn_args(args)
+    ) as rc:
+        for label in LABELS:
+            params, sources[label] = await best_params(rc, records[label], args.transcripts)
+            shared = next((labels for known, labels in configs if known == params), None)
+            if shared is None:
+                configs.append((params, [label]))
+            else:
+                shared.append(label)
+        metrics: list[list[float]] = [[] for _ in configs]
+        for other in seeds:
+            arguments = {
+                "task": args.task,
+                "budget": len(configs),
+                "seed": other,
+                "name": f"memory-chain re-check of seed {seed}'s bests on seed {other}",
+            }
+            started = await rc.typed("start_run", arguments, StartedRun)
+            reason = "re-check stopped part way"
+            try:
+                for values, (params, labels) in zip(metrics, configs, strict=True):
+                    call = {"run_id": started.run_id, "params": params, "base": "defaults"}
+                    call["note"] = f"re-check: the best of {', '.join(labels)} (seed {seed})"
+                    result = await rc.typed("run_experiment", call, ExperimentResult)
+                    if result.experiment.metric is None:
+                        raise RecheckError(
+                            f"the best of {', '.join(labels)} (seed {seed}) ended"
+                            f" {result.experiment.status} on seed {other}: {result.experiment.error_tail}"
+                        )
+                    values.append(result.experiment.metric)
+                reason = "re-check done"
+            finally:  # no re-check run is left open, however this one ends
+                await rc.must("finish_run", {"run_id": started.run_id, "reason": reason})
+    runs = {
+        label: {
+            "params": params,
+            "metrics": [round(v, 6) for v in values],
+            "mean": round(statistics.fmean(values), 4),
+            "params_from": sources[label],
+        }
+        for values, (params, labels) in zip(metrics, configs, strict=True)
+        for label in labels
+    }
+    print(
+        f"re-check seed {seed}: " + ", ".join(f"{label} {runs[label]['mean']}" for label in LABELS),
+        flush=True,
+    )
+    return {"seeds": seeds, "runs": runs}
+
+
 def mean(values: list[float | None]) -> float | None:
     numbers = [v for v in values if v is not None]
     return round(statistics.fmean(numbers), 4) if numbers else None
@@ -152,9 +305,28 @@ def summarise(seeds: list[dict[str, Any]]) -> dict[str, Any]:
         "means": means,
         "chained_minus_single_per_seed": [round(g, 4) for g in gaps],
         "chained_minus_single_sd": round(statistics.stdev(gaps), 4) if len(gaps) > 1 else None,
-        "chained_within_tolerance_of_single": means["single_best"] - means["chained_best"] <= TOLERANCE,
+        "chained_within_tolerance_of_single": round(means["single_best"] - means["chained_best"], 4)
+        <= TOLERANCE,
         "chained_beats_cold": means["chained_best"] > means["cold_best"],
         "mean_context_tokens": tokens,
+        "recheck": summarise_recheck(seeds),
+    }
+
+
+def summarise_recheck(seeds: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The targets on the re-check's means, where every seed has a re-check on the same seeds."""
+    checks = [s.get("recheck") for s in seeds]
+    if not checks or any(c is None for c in checks) or len({tuple(c["seeds"]) for c in checks}) > 1:
+        return None
+    means = {label: mean([c["runs"][label]["mean"] for c in checks]) for label in LABELS}
+    gaps = [c["runs"]["chained"]["mean"] - c["runs"]["single"]["mean"] for c in checks]
+    return {
+        "seeds": checks[0]["seeds"],
+        "means": means,
+        "chained_minus_single_per_seed": [round(g, 4) for g in gaps],
+        "chained_minus_single_sd": round(statistics.stdev(gaps), 4) if len(gaps) > 1 else None,
+        "chained_within_tolerance_of_single": round(means["single"] - means["chained"], 4) <= TOLERANCE,
+        "chained_beats_cold": means["chained"] > means["cold"],
     }
 
 
@@ -240,6 +412,7 @@ def markdown(results: dict[str, Any]) -> str:
             "The re-measure trains with the second run's seed, so it can differ from the first run's figure"
             f" ({', '.join(moved)}): a new measurement, not a copy."
         )
+    lines += recheck_markdown(results)
     if results["llm"].startswith("scripted"):
         lines += [
             "",
@@ -252,6 +425,58 @@ def markdown(results: dict[str, Any]) -> str:
             " chained run starts perturbing the carried best at once.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def recheck_markdown(results: dict[str, Any]) -> list[str]:
+    r = results["summary"].get("recheck")
+    if r is None:
+        return []
+    n, m, k = results["iterations"], r["means"], len(r["seeds"])
+    on = f"seed {r['seeds'][0]}" if k == 1 else f"seeds {r['seeds'][0]}-{r['seeds'][-1]}"
+    lines = [
+        "",
+        f"## Re-checked on {k} common seed{'s' if k > 1 else ''}",
+        "",
+        f"Each run's final best trained again on {on} (the same for every run, none of them a run's own"
+        " seed; `--recheck-seeds`), mean macro F1. A run's own best is"
+        " the highest of its noisy measurements, so it favours the run with more of them: the single run"
+        " keeps the lucky figure of a configuration the chained run measured again on another seed. The"
+        " split is the same for every run, so this varies the training seed only (a configuration without"
+        " row or column sampling scores the same on every seed).",
+        "",
+        f"| seed | first | chained | single {2 * n} | cold | chained − single | chained − cold |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for seed in results["per_seed"]:
+        c = {label: seed["recheck"]["runs"][label]["mean"] for label in LABELS}
+        lines.append(
+            f"| {seed['seed']} | {fmt(c['first'])} | {fmt(c['chained'])} | {fmt(c['single'])} |"
+            f" {fmt(c['cold'])} | {c['chained'] - c['single']:+.4f} | {c['chained'] - c['cold']:+.4f} |"
+        )
+    lines.append(
+        f"| **mean** | {fmt(m['first'])} | {fmt(m['chained'])} | {fmt(m['single'])} | {fmt(m['cold'])} |"
+        f" {m['chained'] - m['single']:+.4f} | {m['chained'] - m['cold']:+.4f} |"
+    )
+    within = "met" if r["chained_within_tolerance_of_single"] else "missed"
+    beats = "met" if r["chained_beats_cold"] else "missed"
+    gaps, sd = r["chained_minus_single_per_seed"], r["chained_minus_single_sd"]
+    read = sum(
+        1 for seed in results["per_seed"] for run in seed["recheck"]["runs"].values()
+        if run.get("params_from") == "transcript"
+    )  # fmt: skip
+    lines += [
+        "",
+        f"Targets on the re-check: the chained pair within {TOLERANCE} macro F1 of the single {2 * n}-iteration"
+        f" run on average: **{within}** ({m['chained'] - m['single']:+.4f}); the chained second run beats"
+        f" the cold second run on average: **{beats}** ({m['chained'] - m['cold']:+.4f}). Chained − single"
+        f" per seed ranges from {min(gaps):+.4f} to {max(gaps):+.4f}" + (f" (sd {sd:.4f})." if sd else "."),
+    ]
+    if read:
+        lines.append(
+            f"The params of {read} of these bests were read from the transcripts' Best lines (4 significant"
+            " digits): their runs were recorded before the results kept each best's params."
+        )
+    return lines
 
 
 def settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -272,10 +497,10 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def assemble(
-    args: argparse.Namespace, per_seed: list[dict[str, Any]], commands: list[str], wall: float
+    fixed: dict[str, Any], per_seed: list[dict[str, Any]], commands: list[str], wall: float
 ) -> dict[str, Any]:
     return {
-        **settings(args),
+        **fixed,
         "seeds": [s["seed"] for s in per_seed],
         "commands": commands,
         "per_seed": per_seed,
@@ -293,9 +518,22 @@ def write(out: Path, results: dict[str, Any]) -> None:
 def earlier_results(args: argparse.Namespace) -> dict[str, Any] | None:
     """OUT.json's finished seeds, for --resume; refused if they were measured with other settings."""
     path = args.out.with_suffix(".json")
+    if args.recheck_only and not path.exists():
+        raise SystemExit(f"--recheck-only: {path} does not exist; run the benchmark first")
     if not args.resume or not path.exists():
         return None
     earlier = json.loads(path.read_text())
+    if args.recheck_only:
+        # No agent runs, so the file keeps its settings; the re-check must train as its runs did.
+        own = settings(args)
+        differ = [key for key in ("task", "data", "hpo_threads") if earlier.get(key) != own[key]]
+        if differ:
+            raise SystemExit(
+                f"--recheck-only: {path}'s runs were trained with other settings ({', '.join(differ)}:"
+                f" {', '.join(repr(earlier.get(k)) for k in differ)}); give the same --task, --data and"
+                " --hpo-threads"
+            )
+        return earlier
     differ = [key for key, value in settings(args).items() if key in earlier and earlier[key] != value]
     if differ:
         raise SystemExit(
@@ -312,19 +550,62 @@ async def main_async(args: argparse.Namespace, earlier: dict[str, Any] | None) -
     command = "python benchmarks/memory_chain.py " + shlex.join(sys.argv[1:])
     commands = [c for c in (earlier or {}).get("commands", []) if c != command] + [command]
     wall_before = (earlier or {}).get("wall_s", 0.0)
-    per_seed: list[dict[str, Any]] = []
+    done: dict[int, dict[str, Any]] = {}
+    # A re-check runs no agent, so the file's settings stay what its runs were measured with.
+    fixed = {key: (earlier or {}).get(key) for key in settings(args)} if args.recheck_only else settings(args)
     with tempfile.TemporaryDirectory(prefix="memory-chain-") as tmp:
         work = Path(tmp)
         if args.db is None:
             args.db = work / "runs.db"
         started = time.monotonic()
-        for seed in seeds:
-            per_seed.append(kept[seed] if seed in kept else await chain(args, work, seed))
-            results = assemble(args, per_seed, commands, wall_before + time.monotonic() - started)
+        slots = asyncio.Semaphore(args.jobs)
+        saved: list[dict[str, Any]] = []
+
+        def save() -> None:
+            per_seed = [done.get(s) or kept[s] for s in seeds if s in done or s in kept]
+            results = assemble(fixed, per_seed, commands, wall_before + time.monotonic() - started)
             write(args.out, results)  # after every seed: a long run stopped part way keeps what it did
             if args.transcripts is not None:
                 pack_transcripts(args.transcripts)
-    return results
+            saved.append(results)
+
+        wanted = recheck_seeds(args.recheck_seeds)
+
+        async def one(seed: int) -> None:
+            """A seed's four runs (kept ones are not run again), then its re-check where it lacks this
+            one; each written before the slot frees, so a stop in the next seed keeps this one."""
+            async with slots:
+                if seed in kept:
+                    result = kept[seed]
+                elif args.recheck_only:
+                    print(
+                        f"seed {seed}: not in {args.out.with_suffix('.json')}, nothing to re-check",
+                        flush=True,
+                    )
+                    return
+                else:
+                    result = done[seed] = await chain(args, work, seed)
+                    save()  # the runs are kept before the re-check is tried
+                if wanted and (result.get("recheck") or {}).get("seeds") != wanted:
+                    try:
+                        done[seed] = {**result, "recheck": await recheck(args, result)}
+                    except (RecheckError, ResearchError) as exc:
+                        print(f"re-check seed {seed}: not done ({exc}); --resume tries it again", flush=True)
+                        return
+                    save()
+
+        tasks = [asyncio.ensure_future(one(seed)) for seed in seeds]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            # One seed failed: stop the others (and their servers) before the work directory goes.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    if not saved:
+        raise SystemExit(f"no seed to run or re-check (--seeds {args.seeds})")
+    return saved[-1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,6 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         results["summary"] = summarise(results["per_seed"])
         write(args.out, results)
     else:
+        if args.recheck_only:
+            args.resume = True  # the seeds to re-check are OUT.json's
         results = asyncio.run(main_async(args, earlier_results(args)))
     print(markdown(results))
     return 0

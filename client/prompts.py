@@ -67,8 +67,9 @@ def repeat_hint(
 ) -> str:
     """Added to an exact-repeat refusal: a small model that copies an earlier configuration needs to
     be told which value to change (it ignores a general "try different params") and which way (the
-    task's params `schema` gives the bounds: at one, only the other way is named). `tried`: every
-    param of the task, in schema order, with the values it took so far. The param named rotates with
+    task's params `schema` gives the bounds: at one, only the other way is named). `params`: the
+    configuration the refused call resolved to (the experiment it repeats); `tried`: every param of
+    the task, in schema order, with the values it took so far. The param named rotates with
     each refusal over the least varied ones first; capable models never repeat, so never see it."""
     if tool == "run_benchmark":
         return "This version of train.py is already benchmarked: change it with modify_train_py first."

@@ -72,12 +72,18 @@ def least_varied(store: Store, run: Run, task: Task, best: dict[str, Any]) -> st
     """The param with the fewest distinct values tried so far, as a change of the best's value: where
     an untried change is most likely. Ties rotate with each experiment (by schema order at first): a
     small model that copies the best configuration needs a name to change, and named the same param
-    turn after turn it stopped changing it."""
+    turn after turn it stopped changing it. A run started from an earlier one counts the earlier
+    run's experiments too, so it goes on where that run left off instead of varying again, in the
+    same order, what it varied most."""
     names = list(task.params_model.model_fields)
-    counts = store.distinct_values(run.id, names)
+    counted, used = [run.id], run.used
+    if run.from_run:
+        earlier = store.get_run(run.from_run)
+        counted, used = [run.id, earlier.id], run.used + earlier.used
+    counts = store.distinct_values(counted, names)
     ranked = least_varied_first({n: counts[n] for n in names})
     ties = [n for n in ranked if counts[n] == counts[ranked[0]]]
-    name = ties[run.used % len(ties)]
+    name = ties[used % len(ties)]
     return change_of(name, bounds_of(task.params_model.model_json_schema(), name), best.get(name))
 
 

@@ -404,19 +404,19 @@ class Store:
         )
         return {row["status"]: row["n"] for row in rows}
 
-    def distinct_values(self, run_id: str, names: list[str]) -> dict[str, int]:
-        """How many distinct values each param took over the run's experiments (counted in SQL: the
-        summary reads this every turn, however long the run)."""
-        if not names:
-            return {}
+    def distinct_values(self, run_ids: list[str], names: list[str]) -> dict[str, int]:
+        """How many distinct values each param took over the experiments of these runs (a run and the
+        one it started from; counted in SQL: the summary reads this every turn, however long the run)."""
+        if not names or not run_ids:
+            return dict.fromkeys(names, 0)
         columns = ", ".join(
             f"COUNT(DISTINCT json_extract(params_json, ?)) AS c{i}" for i in range(len(names))
         )
         row = (
             self.db.reader()
             .execute(
-                f"SELECT {columns} FROM experiments WHERE run_id = ?",
-                [*(f'$."{name}"' for name in names), run_id],
+                f"SELECT {columns} FROM experiments WHERE run_id IN ({', '.join('?' * len(run_ids))})",
+                [*(f'$."{name}"' for name in names), *run_ids],
             )
             .fetchone()
         )

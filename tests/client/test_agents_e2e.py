@@ -469,6 +469,29 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
 
 
+@pytest.mark.asyncio
+async def test_a_repeat_of_the_best_by_leaving_params_out_is_told_the_way_left_from_the_bests_value(
+    tmp_path: Path, server_env: None
+):
+    # x sits on its upper bound (10) in the best; the repeat sends nothing, so only the best says where x is.
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(None, [("run_experiment", {"params": {"x": 10.0}})]),
+            chat_completion(None, [("run_experiment", {"params": {}, "base": "best"})]),
+            chat_completion(None, [("run_experiment", {"params": {"x": 9.0}})]),
+        )
+        args = args_for(
+            tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
+            "--model", "m", "--iterations", "2",
+        )  # fmt: skip
+        result = await run_session(args, mode="stateful", seed=3)
+        bodies = fake.bodies("/chat/completions")
+    assert result.experiments == 2
+    refusal = [m["content"] for m in bodies[2]["messages"] if m["role"] == "tool"]
+    assert len(refusal) == 1 and refusal[0].startswith("ERROR: exact repeat of experiment #1")
+    assert refusal[0].endswith("Change at least one value this time, e.g. lower x.")
+
+
 def test_the_repeat_hint_names_the_least_varied_parameter_and_which_way_to_move_it():
     from autoresearch_mcp.client.prompts import repeat_hint
 
