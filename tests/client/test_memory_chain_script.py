@@ -41,6 +41,11 @@ def seed_result(seed: int, chained: float) -> dict[str, Any]:
     }
 
 
+async def plain_chain(args: Any, work: Path, seed: int) -> dict[str, Any]:
+    """The four runs of a seed as the script records them, without running them."""
+    return seed_result(seed, 0.71)
+
+
 def argv(out: Path, *extra: str) -> list[str]:
     base = ["--llm", "openai", "--base-url", "http://127.0.0.1:9/v1", "--out", str(out)]
     return [*base, "--recheck-seeds", "0", *extra]
@@ -101,10 +106,7 @@ def test_resume_refuses_results_measured_with_other_settings(
 ) -> None:
     out = tmp_path / "chain"
 
-    async def chain(args: Any, work: Path, seed: int) -> dict[str, Any]:
-        return seed_result(seed, 0.71)
-
-    monkeypatch.setattr(memory_chain, "chain", chain)
+    monkeypatch.setattr(memory_chain, "chain", plain_chain)
     memory_chain.main(argv(out, "--seeds", "42", "--budget", "15"))
     before = out.with_suffix(".json").read_text()
     with pytest.raises(SystemExit, match="other settings \\(iterations\\)"):
@@ -193,10 +195,7 @@ def test_recheck_only_rechecks_the_kept_seeds_and_keeps_the_settings_they_were_m
 ) -> None:
     out = tmp_path / "chain"
 
-    async def chain(args: Any, work: Path, seed: int) -> dict[str, Any]:
-        return seed_result(seed, 0.71)
-
-    monkeypatch.setattr(memory_chain, "chain", chain)
+    monkeypatch.setattr(memory_chain, "chain", plain_chain)
     first = argv(out, "--seeds", "42", "--temperature", "1.0")
     monkeypatch.setattr(sys, "argv", ["memory_chain.py", *first])
     memory_chain.main(first)
@@ -345,10 +344,7 @@ def test_recheck_only_refuses_to_train_on_other_data_than_the_runs_did(
 ) -> None:
     out = tmp_path / "chain"
 
-    async def chain(args: Any, work: Path, seed: int) -> dict[str, Any]:
-        return seed_result(seed, 0.71)
-
-    monkeypatch.setattr(memory_chain, "chain", chain)
+    monkeypatch.setattr(memory_chain, "chain", plain_chain)
     memory_chain.main(argv(out, "--seeds", "42", "--data", "covtype_20k.csv.gz", "--hpo-threads", "1"))
     before = out.with_suffix(".json").read_text()
     with pytest.raises(

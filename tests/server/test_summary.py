@@ -142,6 +142,17 @@ def test_the_change_to_make_rotates_over_the_least_varied_params_and_holds_no_nu
     assert change_of("x", None, 5) == "raise or lower x"
 
 
+def second_run(store: Store, like: str, from_run: str | None = None) -> str:
+    """A run of the same task with one experiment (the best of `like`'s first), written to the store
+    as start_run would leave it (without training: the summary only reads the store)."""
+    run = store.create_run(
+        task="hpo-covertype", budget=15, target=None, seed=43, name=None,
+        config=store.get_run(like).config, initial_source="", from_run=from_run,
+    )  # fmt: skip
+    record(store, run.id, dict(BASE), 0.71)  # a chained run's #1: the earlier best, measured again
+    return run.id
+
+
 def test_a_run_started_from_an_earlier_one_names_what_neither_run_has_varied(settings):
     # The earlier run varied every param but gamma; counted alone, the new run's one experiment ties
     # all nine and the rotation would name max_depth, which the earlier run had already moved.
@@ -153,31 +164,15 @@ def test_a_run_started_from_an_earlier_one_names_what_neither_run_has_varied(set
              "colsample_bytree": 0.7, "min_child_weight": 2.0, "reg_alpha": 1.0, "reg_lambda": 2.0}  # fmt: skip
     for name, value in moved.items():
         record(store, earlier.id, dict(BASE, **{name: value}), 0.70)
-    later = store.create_run(
-        task="hpo-covertype", budget=15, target=None, seed=43, name=None,
-        config=store.get_run(earlier.id).config, initial_source="", from_run=earlier.id,
-    )  # fmt: skip
-    record(store, later.id, dict(BASE), 0.71)  # its #1: the earlier best, measured again
-    assert change_line(store, later.id, task).endswith("e.g. raise gamma.")
-    alone = store.create_run(
-        task="hpo-covertype", budget=15, target=None, seed=43, name=None,
-        config=store.get_run(earlier.id).config, initial_source="",
-    )  # fmt: skip
-    record(store, alone.id, dict(BASE), 0.71)
-    assert change_line(store, alone.id, task).endswith("e.g. raise or lower max_depth.")
+    assert change_line(store, second_run(store, earlier.id, from_run=earlier.id), task).endswith(
+        "e.g. raise gamma."
+    )
+    assert change_line(store, second_run(store, earlier.id), task).endswith("e.g. raise or lower max_depth.")
     # Where all nine tie over both runs, the rotation goes on from the earlier run's count: one
     # experiment there and one here is the third name of schema order, as it would be in one run.
-    short = store.create_run(
-        task="hpo-covertype", budget=15, target=None, seed=44, name=None,
-        config=store.get_run(earlier.id).config, initial_source="",
-    )  # fmt: skip
-    record(store, short.id, dict(BASE), 0.71)
-    follow = store.create_run(
-        task="hpo-covertype", budget=15, target=None, seed=45, name=None,
-        config=store.get_run(earlier.id).config, initial_source="", from_run=short.id,
-    )  # fmt: skip
-    record(store, follow.id, dict(BASE), 0.71)
-    assert change_line(store, follow.id, task).endswith("e.g. raise or lower learning_rate.")
+    short = second_run(store, earlier.id)
+    follow = second_run(store, earlier.id, from_run=short)
+    assert change_line(store, follow, task).endswith("e.g. raise or lower learning_rate.")
 
 
 def test_where_the_best_sits_on_a_bound_the_change_names_the_way_left(settings):
