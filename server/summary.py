@@ -68,7 +68,7 @@ def _defaults(task: Task) -> dict[str, Any]:
     return task.params_model().model_dump()
 
 
-def least_varied(store: Store, run: Run, task: Task, best: dict[str, Any]) -> str:
+def least_varied(store: Store, run: Run, earlier: Run | None, task: Task, best: dict[str, Any]) -> str:
     """The param with the fewest distinct values tried so far, as a change of the best's value: where
     an untried change is most likely. Ties rotate with each experiment (by schema order at first): a
     small model that copies the best configuration needs a name to change, and named the same param
@@ -77,8 +77,7 @@ def least_varied(store: Store, run: Run, task: Task, best: dict[str, Any]) -> st
     same order, what it varied most."""
     names = list(task.params_model.model_fields)
     counted, used = [run.id], run.used
-    if run.from_run:
-        earlier = store.get_run(run.from_run)
+    if earlier is not None:
         counted, used = [run.id, earlier.id], run.used + earlier.used
     counts = store.distinct_values(counted, names)
     ranked = least_varied_first({n: counts[n] for n in names})
@@ -120,7 +119,8 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
-    lines.extend(earlier_run_lines(store, run, task))
+    earlier = store.get_run(run.from_run) if run.from_run else None  # read once, for both lines
+    lines.extend(earlier_run_lines(store, run, earlier, task))
     counts = store.status_counts(run.id)
     refused = store.events.counts(run.id).get("refusal", 0)
     tally = [f"{status} {counts[status]}" for status in STATUS_ORDER if counts.get(status)]
@@ -135,7 +135,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         lines.append("Counts: " + ", ".join(tally))
     if has_params and recent:
         lines.append(
-            f"Change at least one value of the best, e.g. {least_varied(store, run, task, best.params if best else {})}."
+            f"Change at least one value of the best, e.g. {least_varied(store, run, earlier, task, best.params if best else {})}."
         )
     return "\n".join(lines)
 
@@ -143,13 +143,12 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
 EARLIER_LINE_CHARS = 300
 
 
-def earlier_run_lines(store: Store, run: Run, task: Task) -> list[str]:
+def earlier_run_lines(store: Store, run: Run, earlier: Run | None, task: Task) -> list[str]:
     """A run started from an earlier one (start_run's from_run): that run's best (metric, where, its
     params), what it measured here as #1, and its latest notes; at most three lines of capped length,
     whatever the length of either run."""
-    if run.from_run is None:
+    if earlier is None:
         return []
-    earlier = store.get_run(run.from_run)
     head = f"From {earlier.id} ({earlier.status}, {earlier.used}/{earlier.budget} used): "
     best = store.best_experiment(earlier.id, earlier.direction)
     if best is None or best.metric is None:
