@@ -8,7 +8,7 @@ backend draws from (inside HPOParams' hard bounds; learning_rate on a log scale)
 choose trial k from trials 1..k-1 only, so the best of the first 15 trials of a 50-trial study *is* a
 15-trial study: one 50-trial study per method and seed gives both budgets.
 
-    python benchmarks/anchors.py --data ../shared/data/covtype_20k.csv.gz --seeds 42,123,456 --trials 50
+    python benchmarks/anchors.py --seeds 42,123,456 --trials 50
 
 --jobs N runs N studies at once, each in its own process; on a small machine pair it with --threads 1
 so that N single-threaded trainings share the cores without oversubscription.

@@ -7,7 +7,7 @@ the edit applied. After each, train.py goes back to v1, so every sample starts f
 The outcome counts say whether the model can write a correct faster version at all, and where its
 attempts fail (an unreadable reply, an edit that does not apply, a crash, a wrong output).
 
-    LOCAL_LLM_THREADS=2 ../shared/tools/local-llm start 8088
+    LOCAL_LLM_THREADS=2 local-llm start 8088   # the model server of docs/benchmarks.md
     python benchmarks/code_probe.py --base-url http://127.0.0.1:8088/v1 --samples 10
 
 Prints one line per sample and the totals; `--out FILE.json` keeps every reply and result.

@@ -22,14 +22,14 @@ same for every run (the paper's one stratified 80/20 split), so the re-check var
 only: it takes out the luck of a maximum over noisy measurements, not a fit to the test split, and a
 configuration without row or column sampling scores the same on every seed.
 
-    python benchmarks/memory_chain.py --llm scripted --data ../shared/data/covtype_20k.csv.gz \
+    python benchmarks/memory_chain.py --llm scripted \
         --hpo-threads 1 --seeds 42,123,456 --budget 15 --jobs 2
 
 A local model instead (opt-in; any OpenAI-compatible endpoint):
 
     python benchmarks/memory_chain.py --llm openai --base-url http://127.0.0.1:8088/v1 \
         --tool-choice run_experiment --temperature 1.0 --max-failures 10 --max-tokens 300 \
-        --llm-timeout 900 --data ../shared/data/covtype_20k.csv.gz --hpo-threads 1 --seeds 42 \
+        --llm-timeout 900 --hpo-threads 1 --seeds 42 \
         --budget 15 --out benchmarks/memory_chain_local --transcripts benchmarks/memory_chain_local --resume
 
 Writes OUT.md and OUT.json (default benchmarks/memory_chain.*) after every seed, so a long run stopped

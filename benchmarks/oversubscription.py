@@ -5,7 +5,7 @@ Fits the same XGBoost model (150 rounds, depth 8, hist, 16,000 Covertype rows) a
 processes, with 1 and with 2 threads per fit, and prints the median seconds per fit over the repeats,
 measured side by side in one run.
 
-    python benchmarks/oversubscription.py --data ../shared/data/covtype_20k.csv.gz --repeats 3
+    python benchmarks/oversubscription.py --repeats 3
 """
 
 import argparse

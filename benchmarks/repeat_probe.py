@@ -10,7 +10,7 @@ repeat), `invalid` (refused by the params model) or `no_call`. The first proposa
 where a small model copies (the refusals of the real-model runs are mostly that), so this measures the
 request's design, not the search.
 
-    LOCAL_LLM_THREADS=2 ../shared/tools/local-llm start 8088
+    LOCAL_LLM_THREADS=2 local-llm start 8088   # the model server of docs/benchmarks.md
     python benchmarks/repeat_probe.py --base-url http://127.0.0.1:8088/v1 \\
         benchmarks/results/hpo-15-qwen2.5-coder-1.5b/before-change-line/seed-*/transcripts/stateless-*.jsonl.gz
 

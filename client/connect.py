@@ -13,7 +13,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
-from autoresearch_mcp.contract.env import ENV_LOG_LEVEL, ENV_PREFIX
+from autoresearch_mcp.contract.env import ENV_LOG_LEVEL, ENV_PREFIX, data_setting
 from autoresearch_mcp.contract.errors import REFUSAL_META, Refusal, ResearchError
 from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList, TaskInfo, TaskList
 
@@ -57,7 +57,7 @@ def stdio_params(
     if db is not None:
         args += ["--db", str(Path(db).expanduser().resolve())]
     if data is not None:
-        args += ["--data", str(Path(data).expanduser().resolve())]
+        args += ["--data", data_setting(data)]
     # The spawned server's stderr is the user's terminal: warnings only, unless they asked for more.
     env = {ENV_LOG_LEVEL: "WARNING", **server_env()}
     return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=env)

@@ -6,10 +6,10 @@ runnable tool with `anthropic.lib.tools.mcp.async_mcp_tool`, takes its instructi
 calling tools (or --max-turns). The script keeps no state: experiments, the best result and notes live
 in the server's SQLite file.
 
-Run it for real (needs ANTHROPIC_API_KEY, the paid API; --data is the Covertype CSV for offline use):
+Run it for real (needs ANTHROPIC_API_KEY, the paid API; the server uses the Covertype sample it ships
+unless --data says otherwise):
 
-    python examples/anthropic_mcp_agent.py --task hpo-covertype --budget 10 \\
-        --db runs.db --data ../shared/data/covtype_20k.csv.gz
+    python examples/anthropic_mcp_agent.py --task hpo-covertype --budget 10 --db runs.db
 
 `--base-url` (or ANTHROPIC_BASE_URL) points it at any Messages-API endpoint, such as a local proxy or a
 fake; a local endpoint needs no key. However the loop ends, the run is finished on the way out.

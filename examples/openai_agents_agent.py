@@ -6,10 +6,10 @@ through `mcp.Client`) and hands every server tool to the agent. The agent's inst
 tool call (or --max-turns). The model is reached through the chat-completions API, so any
 OpenAI-compatible endpoint works: OpenAI, vLLM, llama.cpp, Ollama.
 
-Run it for real (needs `pip install openai-agents`; --data is the Covertype CSV for offline use):
+Run it for real (needs `pip install openai-agents`; the server uses the Covertype sample it ships
+unless --data says otherwise):
 
-    OPENAI_API_KEY=... python examples/openai_agents_agent.py --task hpo-covertype --budget 10 \\
-        --db runs.db --data ../shared/data/covtype_20k.csv.gz
+    OPENAI_API_KEY=... python examples/openai_agents_agent.py --task hpo-covertype --budget 10 --db runs.db
     # a local model, no key needed: --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder
 However the loop ends, the run is finished on the way out.
 """

@@ -4,7 +4,6 @@
 import argparse
 import logging
 import os
-from pathlib import Path
 
 from autoresearch_mcp.contract.env import (
     ENV_DASK_SCHEDULER,
@@ -12,6 +11,7 @@ from autoresearch_mcp.contract.env import (
     ENV_LOG_LEVEL,
     ENV_TOKEN,
     add_location_arguments,
+    data_setting,
 )
 from autoresearch_mcp.server.settings import ServerSettings
 
@@ -21,7 +21,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     if getattr(args, "db", None):
         values["db_path"] = args.db
     if getattr(args, "data", None):
-        values["covtype_path"] = str(Path(args.data).expanduser().resolve())
+        values["covtype_path"] = data_setting(args.data)
     for key in (
         "codeopt_records",
         "codeopt_repeats",

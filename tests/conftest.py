@@ -16,13 +16,14 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 TESTS_DIR = Path(__file__).resolve().parent
 # Covertype: a 2,000-row fixture in the repository (tests/data/PROVENANCE.md) for every test that only
-# needs some Covertype data, and the 20,000-row copy beside the clone for the few whose meaning depends
-# on the real set; those skip, with NEEDS_20K, where it is absent (CI has it and runs them).
+# needs some Covertype data, and the 20,000-row sample the package ships (or AUTORESEARCH_COVTYPE) for
+# the few whose meaning depends on the real set.
 COVTYPE_FIXTURE = TESTS_DIR / "data" / "covtype_2k.csv.gz"
 COVTYPE_20K = Path(
-    os.environ.get("AUTORESEARCH_COVTYPE") or ROOT.parent / "shared" / "data" / "covtype_20k.csv.gz"
+    os.environ.get("AUTORESEARCH_COVTYPE")
+    or ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
 )
-NEEDS_20K = "needs the 20,000-row Covertype CSV: put ../shared beside the clone or set AUTORESEARCH_COVTYPE"
+NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
 
 
 @pytest.fixture(autouse=True)

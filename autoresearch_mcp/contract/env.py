@@ -41,9 +41,24 @@ def transcripts_dir() -> Path:
     return path
 
 
+# The data setting that means "the real Covertype set, downloaded once by scikit-learn".
+FULL_COVTYPE = "full"
+
+
+def data_setting(value: str) -> str:
+    """A --data value as the server keeps it: `full`, or an absolute path (a spawned server or a job
+    worker may run in another directory)."""
+    return value if value == FULL_COVTYPE else str(Path(value).expanduser().resolve())
+
+
 def add_location_arguments(parser: argparse.ArgumentParser) -> None:
     """--db and --data: every command that opens or spawns a server takes them, with these meanings."""
     parser.add_argument(
         "--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)"
     )
-    parser.add_argument("--data", help=f"Covertype CSV for offline use (default: ${ENV_COVTYPE})")
+    parser.add_argument(
+        "--data",
+        metavar="PATH|full",
+        help=f"hpo-covertype's data: a Covertype CSV, or `{FULL_COVTYPE}` for the real set (downloaded once by"
+        f" scikit-learn); default: ${ENV_COVTYPE}, else the 20,000-row sample shipped with the package",
+    )

@@ -76,13 +76,14 @@ def test_a_bad_token_budget_is_one_line_before_anything_starts(tmp_path: Path, c
     assert not (tmp_path / "r.db").exists() and not (tmp_path / "out").exists()
 
 
-def test_missing_data_is_one_line_saying_how_to_point_at_a_csv(tmp_path: Path):
+def test_missing_data_is_one_line_naming_the_file_and_the_setting_that_fixes_it(tmp_path: Path):
     missing = tmp_path / "nowhere.csv"
     result = cli(
         "run", "--llm", "scripted", "--budget", "1", "--data", str(missing), "--db", str(tmp_path / "r.db")
     )
     line = one_line_error(result)
-    assert "Covertype data is not available" in line and str(missing) in line and "--data PATH" in line
+    assert "Covertype data is unavailable on this server" in line and "'nowhere.csv'" in line
+    assert "--data" in line and str(tmp_path) not in line
 
 
 def test_a_refused_start_run_is_one_line(tmp_path: Path, toy_env: None):

@@ -21,6 +21,8 @@ from conftest import TESTS_DIR
 # The fixture, as tests/data/PROVENANCE.md describes it.
 FIXTURE_CLASS_COUNTS = [724, 968, 122, 25, 32, 59, 70]
 FIXTURE_CSV_SHA256 = "2e40c2895ab4f4859a7dfe7ebfee287aebfe2b7d0cb2906a6fe46a72c97e89b6"
+# The sample shipped in the package, as its PROVENANCE.md describes it.
+SHIPPED_SHA256 = "e5a404ddd05ecdb2c9ab202726d5b16454891aca873b6aaef16ab780f3e81ee5"
 
 
 def service_for(settings) -> RunService:
@@ -110,28 +112,44 @@ def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_scor
     assert exp.status == "crash" and "without calling harness.evaluate" in (exp.error_tail or "")
 
 
-def test_missing_data_gives_one_error_naming_the_download_and_the_csv(settings, monkeypatch, tmp_path):
+def test_without_network_the_full_set_is_unavailable_in_one_pathless_line_that_names_the_settings(
+    settings, monkeypatch, tmp_path
+):
     import sklearn.datasets
 
     def offline(*args, **kwargs):
         raise OSError("<urlopen error [Errno -2] Name or service not known>")
 
     monkeypatch.setattr(sklearn.datasets, "fetch_covtype", offline)
-    service = service_for(settings.model_copy(update={"covtype_path": None}))
+    service = service_for(settings.model_copy(update={"covtype_path": "full"}))
     with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     message = str(error.value)
-    assert (
-        "fetch_covtype" in message
-        and "--data PATH" in message
-        and "\n" not in message
-        and "AUTORESEARCH_COVTYPE" in message
-    )
+    assert error.value.kind == "unavailable"
+    assert "scikit-learn" in message and "--data" in message and "AUTORESEARCH_COVTYPE" in message
+    assert "\n" not in message and "no tool call changes" in message
     assert service.store.list_runs() == []
 
-    service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "nope.csv")}))
-    with pytest.raises(ResearchError, match=r"no file at .*nope\.csv"):
+    missing = tmp_path / "secret-dir" / "nope.csv"
+    service = service_for(settings.model_copy(update={"covtype_path": str(missing)}))
+    with pytest.raises(ResearchError, match=r"no file 'nope\.csv'") as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    assert error.value.kind == "unavailable" and "secret-dir" not in str(error.value)
+
+
+def test_without_a_data_setting_the_sample_shipped_in_the_package_is_the_data(settings):
+    from autoresearch_mcp.server.tasks.hpo_covertype.data import SHIPPED
+
+    assert hashlib.sha256(SHIPPED.read_bytes()).hexdigest() == SHIPPED_SHA256  # its PROVENANCE.md
+    assert (SHIPPED.parent / "PROVENANCE.md").is_file()
+    service = service_for(settings.model_copy(update={"covtype_path": None}))
+    run, _ = service.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
+    options = run.config["options"]
+    assert (options["data"], options["n_train"], options["n_test"]) == (
+        "csv:covtype_20k.csv.gz",
+        16_000,
+        4_000,
+    )
 
 
 def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Path):
@@ -142,9 +160,9 @@ def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Pat
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
 
 
-def test_without_a_csv_the_real_loader_downloads_covertype(settings, monkeypatch, covtype_csv: Path):
-    """No --data: the split comes from sklearn's fetch_covtype (here a stand-in that serves the CSV's rows,
-    as the real one would after downloading and caching the full data)."""
+def test_the_full_setting_loads_covertype_with_the_real_loader(settings, monkeypatch, covtype_csv: Path):
+    """--data full: the split comes from sklearn's fetch_covtype (here a stand-in that serves the CSV's
+    rows, as the real one would after downloading and caching the full data)."""
 
     import sklearn.datasets
 
@@ -159,7 +177,7 @@ def test_without_a_csv_the_real_loader_downloads_covertype(settings, monkeypatch
     monkeypatch.setattr(sklearn.datasets, "fetch_covtype", download)
     _split_arrays.cache_clear()
     try:
-        service = service_for(settings.model_copy(update={"covtype_path": None}))
+        service = service_for(settings.model_copy(update={"covtype_path": "full"}))
         run, _ = service.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
     finally:
         _split_arrays.cache_clear()  # the stand-in's split must not outlive this test

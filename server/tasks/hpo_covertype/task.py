@@ -10,7 +10,6 @@ from typing import Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, TypeAdapter, ValidationError
-from sklearn.metrics import accuracy_score, precision_recall_fscore_support
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
@@ -161,6 +160,8 @@ class HPOCovertypeTask(Task):
                 error_tail=f"harness.evaluate got {predictions.size} predictions; the test set has "
                 f"{split.y_test.size} rows (predict on data.X_test, in order)",
             )
+        from sklearn.metrics import accuracy_score, precision_recall_fscore_support  # (slow import)
+
         precision, recall, f1, _ = precision_recall_fscore_support(
             split.y_test, predictions, average="macro", zero_division=0
         )
