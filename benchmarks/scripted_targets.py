@@ -10,10 +10,14 @@ not what a model decides. Each target is read off the study's results.json.
     python benchmarks/scripted_targets.py --run /tmp/scripted    # regenerate all three there, judge them
     python benchmarks/scripted_targets.py --run /tmp/s --check   # ... and fail if they differ from the
                                                                  # committed results beyond the tolerance
+    python benchmarks/scripted_targets.py --quick /tmp/q         # a few minutes: seed 42 of hpo-15 and
+                                                                 # the first iterations of codeopt-40
 
-CI runs the last form, so the committed tables are the commands' output on a fresh machine. Tokens
-must agree within --tolerance (default 2%: codeopt's summary carries measured speedups, whose digits
-move with timing noise); the best F1 of the HPO studies within 0.002.
+The full regeneration takes about 40 minutes on 2 cores: run it after a change to what a request holds
+(the summary, the prompts, the tools), and commit what it writes. CI runs the quick form on every commit:
+it catches a change in the per-turn token shape, iteration by iteration, against the committed runs of
+seed 42. Tokens must agree within --tolerance (default 2%: codeopt's summary carries measured speedups,
+whose digits move with timing noise); the best F1 of the HPO studies within 0.002.
 """
 
 import argparse
@@ -27,7 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "benchmarks" / "results"
-COVTYPE_20K = ROOT.parent / "shared" / "data" / "covtype_20k.csv.gz"
+COVTYPE_20K = ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
 FIXTURE = ROOT / "tests" / "data" / "covtype_2k.csv.gz"
 
 # study -> the `compare` arguments docs/benchmarks.md gives (the data path filled in by --data)
@@ -65,6 +69,62 @@ def run_study(name: str, out: Path, covtype: Path) -> float:
     started = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return time.monotonic() - started
+
+
+# The quick check: (study, the committed seed it reruns, iterations compared)
+QUICK = (("hpo-15", 42, 15), ("codeopt-40", 42, 8))
+
+
+def run_quick(out: Path, covtype: Path, tolerance: float) -> list[str]:
+    """Rerun seed 42 of hpo-15 and the first iterations of codeopt-40's seed 42 (both modes side by
+    side), and say where their per-iteration tokens, up to each iteration, or best F1 differ from the
+    committed runs."""
+    found = []
+    for study, seed, iterations in QUICK:
+        args = list(STUDIES[study])
+        args[args.index("--iterations") + 1] = str(iterations)
+        args[args.index("--seeds") + 1] = str(seed)
+        data = ["--data", str(covtype)] if study == "hpo-15" else []
+        command = ["autoresearch-mcp", "compare", *args, "--llm", "scripted", "--parallel", *data]
+        command += ["--out", str(out / study)]
+        print("$ " + " ".join(command), flush=True)
+        started = time.monotonic()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        print(
+            f"{study}, seed {seed}, {iterations} iterations: {time.monotonic() - started:.0f} s", flush=True
+        )
+        fresh = json.loads((out / study / "results.json").read_text())
+        committed = json.loads((COMMITTED / study / "results.json").read_text())
+        for mode in ("stateless", "stateful"):
+            new, old = (_per_iteration(r, mode, seed, iterations) for r in (fresh, committed))
+            found += _row_differences(
+                f"{study} seed {seed} {mode}", new, old, study.startswith("hpo"), tolerance
+            )
+    return found
+
+
+def _per_iteration(results: dict[str, Any], mode: str, seed: int, iterations: int) -> list[dict[str, Any]]:
+    (run,) = [r for r in results["runs"] if r["mode"] == mode and r["seed"] == seed]
+    return [row for row in run["per_iteration"] if row["iteration"] <= iterations]
+
+
+def _row_differences(
+    label: str, new: list[dict[str, Any]], old: list[dict[str, Any]], compare_metric: bool, tolerance: float
+) -> list[str]:
+    if len(new) != len(old):
+        return [f"{label}: {len(new)} iterations recorded, the committed run has {len(old)}"]
+    for row_old, row_new in zip(old, new, strict=True):  # the first iteration whose request moved
+        for key in TOKEN_KEYS:
+            a, b = row_old[key], row_new[key]
+            if abs(a - b) > max(tolerance * abs(a), 2):
+                return [
+                    f"{label} {key} at iteration {row_new['iteration']}: committed {a:,.0f}, regenerated {b:,.0f}"
+                ]
+    if compare_metric and abs(old[-1]["best_metric"] - new[-1]["best_metric"]) > 0.002:
+        return [
+            f"{label} best_metric: committed {old[-1]['best_metric']:.4f}, regenerated {new[-1]['best_metric']:.4f}"
+        ]
+    return []
 
 
 def stateful_context_per_iteration(results: dict[str, Any], first: int, last: int) -> float:
@@ -138,8 +198,25 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="with --run: fail on a difference from the committed"
     )
     parser.add_argument("--tolerance", type=float, default=0.02, help="relative, for token totals")
+    parser.add_argument(
+        "--quick",
+        type=Path,
+        help="rerun seed 42 of hpo-15 and codeopt's first iterations here, and check them",
+    )
     parser.add_argument("--data", type=Path, default=COVTYPE_20K, help="the 20,000-row Covertype CSV")
     args = parser.parse_args(argv)
+    if args.quick is not None:
+        found = run_quick(args.quick, args.data, args.tolerance)
+        if found:
+            print(
+                "\nThe per-turn token shape differs from the committed runs (regenerate them with --run,"
+                " see docs/benchmarks.md):\n" + "\n".join(found)
+            )
+            return 1
+        print(
+            f"\nSeed 42 matches the committed runs iteration by iteration (tokens within {args.tolerance:.0%})."
+        )
+        return 0
     folder = COMMITTED
     if args.run is not None:
         if not args.data.is_file():

@@ -1,0 +1,44 @@
+"""CI's quick check of the per-turn token shape: it compares a rerun with the committed runs of seed 42
+iteration by iteration, and a change anywhere in the shape is a difference it names."""
+
+import copy
+import json
+import sys
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import scripted_targets
+
+COMMITTED = json.loads((ROOT / "benchmarks" / "results" / "hpo-15" / "results.json").read_text())
+
+
+def rows(results: dict[str, Any], mode: str = "stateful") -> list[dict[str, Any]]:
+    return scripted_targets._per_iteration(results, mode, 42, 15)
+
+
+def test_the_committed_runs_of_seed_42_match_themselves():
+    assert scripted_targets._row_differences("hpo-15", rows(COMMITTED), rows(COMMITTED), True, 0.02) == []
+
+
+@pytest.mark.parametrize("iteration", [1, 8, 15])
+def test_a_few_more_tokens_per_turn_from_any_iteration_on_are_a_difference_named_by_where_they_start(
+    iteration: int,
+):
+    fresh = copy.deepcopy(rows(COMMITTED))
+    for row in fresh[iteration - 1 :]:
+        row["context_tokens"] += 40  # one more line in the summary
+    (found,) = scripted_targets._row_differences("hpo-15", fresh, rows(COMMITTED), True, 0.02)
+    assert f"context_tokens at iteration {iteration}:" in found
+
+
+def test_a_different_best_f1_or_a_missing_iteration_is_a_difference():
+    fresh = copy.deepcopy(rows(COMMITTED))
+    fresh[-1]["best_metric"] += 0.01
+    assert "best_metric" in scripted_targets._row_differences("s", fresh, rows(COMMITTED), True, 0.02)[0]
+    assert (
+        "14 iterations" in scripted_targets._row_differences("s", fresh[:-1], rows(COMMITTED), True, 0.02)[0]
+    )
