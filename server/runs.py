@@ -79,8 +79,8 @@ class RunService:
         if count:
             log.warning("marked %d experiment(s) interrupted: the server stopped while they ran", count)
         swept = sweep_stale_sandboxes()  # the working directories (and cgroups) a killed server left
-        if swept:
-            log.warning("removed %d sandbox directories or cgroups left by stopped processes", swept)
+        if swept:  # housekeeping, not news: a host's stderr shows warnings only
+            log.info("removed %d sandbox directories or cgroups left by stopped processes", swept)
         return count
 
     # -- runs --------------------------------------------------------------------------------

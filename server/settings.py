@@ -6,7 +6,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from autoresearch_mcp.contract.env import ENV_COVTYPE, ENV_DASK_SCHEDULER, ENV_HPO_WALL_S, default_db_path
+from autoresearch_mcp.contract.env import (
+    ENV_CODEOPT_RECORDS,
+    ENV_CODEOPT_REPEATS,
+    ENV_COVTYPE,
+    ENV_DASK_SCHEDULER,
+    ENV_HPO_THREADS,
+    ENV_HPO_WALL_S,
+    default_db_path,
+)
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
 
 
 class ServerSettings(BaseModel):
@@ -14,9 +26,17 @@ class ServerSettings(BaseModel):
 
     db_path: Path = Field(default_factory=default_db_path)
     covtype_path: str | None = Field(default_factory=lambda: os.environ.get(ENV_COVTYPE))
-    codeopt_records: int | None = Field(default=None, ge=100, le=1_000_000)
-    codeopt_repeats: int | None = Field(default=None, ge=1, le=200)
-    hpo_threads: int | None = Field(default=None, ge=1, le=256)
+    # From the environment too, so that a host (or a test) that spawns the server can set them; a bad
+    # value there is refused at start like a bad flag.
+    codeopt_records: int | None = Field(
+        default_factory=lambda: _env(ENV_CODEOPT_RECORDS), ge=100, le=1_000_000, validate_default=True
+    )
+    codeopt_repeats: int | None = Field(
+        default_factory=lambda: _env(ENV_CODEOPT_REPEATS), ge=1, le=200, validate_default=True
+    )
+    hpo_threads: int | None = Field(
+        default_factory=lambda: _env(ENV_HPO_THREADS), ge=1, le=256, validate_default=True
+    )
     # A training that runs longer is killed and recorded as a timeout (validated even from the environment).
     hpo_wall_s: int = Field(
         default_factory=lambda: os.environ.get(ENV_HPO_WALL_S) or 600, ge=1, le=86_400, validate_default=True

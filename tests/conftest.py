@@ -23,17 +23,22 @@ COVTYPE_20K = Path(
     os.environ.get("AUTORESEARCH_COVTYPE")
     or ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
 )
+TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 5_000, 7
 NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
 
 
 @pytest.fixture(autouse=True)
 def isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     data = tmp_path / "data"
+    for name in [n for n in os.environ if n.startswith("AUTORESEARCH_")]:  # nothing of the user's
+        monkeypatch.delenv(name)
     monkeypatch.setenv("AUTORESEARCH_DATA_DIR", str(data))
-    monkeypatch.delenv("AUTORESEARCH_DB", raising=False)
-    monkeypatch.delenv("AUTORESEARCH_COVTYPE", raising=False)
-    monkeypatch.delenv("AUTORESEARCH_TOKEN", raising=False)
-    monkeypatch.delenv("AUTORESEARCH_DASK_SCHEDULER", raising=False)
+    # Small codeopt benchmarks and one thread per training, in process and in every server a test
+    # spawns: the suite runs two tests at a time on two cores. The tests about the full-size benchmark
+    # set their own sizes.
+    monkeypatch.setenv("AUTORESEARCH_CODEOPT_RECORDS", str(TEST_CODEOPT_RECORDS))
+    monkeypatch.setenv("AUTORESEARCH_CODEOPT_REPEATS", str(TEST_CODEOPT_REPEATS))
+    monkeypatch.setenv("AUTORESEARCH_HPO_THREADS", "1")
     yield data
 
 
@@ -53,7 +58,7 @@ def covtype_20k_csv() -> Path:
 
 @pytest.fixture
 def settings(tmp_path: Path, covtype_csv: Path) -> ServerSettings:
-    return ServerSettings(db_path=tmp_path / "runs.db", covtype_path=str(covtype_csv), hpo_threads=2)
+    return ServerSettings(db_path=tmp_path / "runs.db", covtype_path=str(covtype_csv), hpo_threads=1)
 
 
 def scripted_llm(task: str, seed: int = 42) -> "ScriptedLLM":

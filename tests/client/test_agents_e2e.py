@@ -546,7 +546,7 @@ def _error_results(transcript: str) -> list[str]:
 async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_run_uses_its_budget(
     tmp_path: Path, server_env: None
 ):
-    args = args_for(tmp_path, "--task", "hpo-covertype", "--llm", "scripted-sloppy", "--iterations", "6")
+    args = args_for(tmp_path, "--task", "toy-quadratic", "--llm", "scripted-sloppy", "--iterations", "6")
     result = await run_session(args, mode="stateful", seed=42)
     assert result.stop_reason == "budget" and result.experiments == 6
     errors = _error_results(result.transcript)
