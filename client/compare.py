@@ -24,7 +24,13 @@ from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import connect
 from autoresearch_mcp.client.llm.base import LLMError
 from autoresearch_mcp.client.report_figure import write_figure, write_table
-from autoresearch_mcp.client.run_cmd import SCRIPTED_NOTE, add_agent_arguments, check_agent_args, run_session
+from autoresearch_mcp.client.run_cmd import (
+    SCRIPTED_NOTE,
+    add_agent_arguments,
+    check_agent_args,
+    run_session,
+    spawn_args,
+)
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run
 from autoresearch_mcp.contract.transcript import TokenTotals, load_transcript, totals, totals_by_iteration
@@ -211,7 +217,9 @@ def crossover(runs: list[dict[str, Any]]) -> int | None:
 
 async def latest_run(args: argparse.Namespace) -> str:
     """The newest run of the task on the server compare uses (--server-url, or DIR/runs.db)."""
-    async with connect(server_url=args.server_url, token=args.token, db=args.db, data=args.data) as rc:
+    async with connect(
+        server_url=args.server_url, token=args.token, db=args.db, data=args.data, server_args=spawn_args(args)
+    ) as rc:
         runs = [run for run in await rc.runs() if run.task == args.task]
     if not runs:
         where = args.server_url or args.db

@@ -19,6 +19,7 @@ from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm, temperatur
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
+from autoresearch_mcp.client.task_folder import resolve_task_folder
 from autoresearch_mcp.contract.env import ENV_TOKEN, add_location_arguments
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run, StartedRun, TaskInfo
@@ -43,7 +44,9 @@ def positive_int(value: str) -> int:
 
 
 def check_agent_args(args: argparse.Namespace) -> None:
-    """Refuse flag combinations that would be ignored or fail later, before any run starts."""
+    """Refuse flag combinations that would be ignored or fail later, before any run starts; a task
+    folder given as --task PATH becomes its task name (the spawned server registers the folder)."""
+    resolve_task_folder(args)
     if (problem := temperature_problem(args.llm, args.temperature)) is not None:
         raise ResearchError(problem)
     if getattr(args, "run_id", None) and args.from_run:
@@ -122,7 +125,8 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--task",
         default="hpo-covertype",
-        help="the task: hpo-covertype or codeopt-records (`tasks` lists them)",
+        help="the task: hpo-covertype, codeopt-records (`tasks` lists them), or the path of a task folder"
+        " (your script + autoresearch.toml, docs/tasks.md)",
     )
     parser.add_argument(
         "--llm",
@@ -267,9 +271,12 @@ def build_llm(args: argparse.Namespace, seed: int, task: TaskInfo | None = None,
 
 
 def spawn_args(args: argparse.Namespace) -> list[str]:
-    """Extra flags for a spawned server."""
+    """Extra flags for a spawned server: its XGBoost threads, the task folder given as --task PATH."""
     threads = getattr(args, "hpo_threads", None)
-    return [] if threads is None else ["--hpo-threads", str(threads)]
+    extra = [] if threads is None else ["--hpo-threads", str(threads)]
+    for folder in getattr(args, "task_dirs", None) or []:
+        extra += ["--task-dir", folder]
+    return extra
 
 
 def run_name(args: argparse.Namespace, mode: str) -> str:

@@ -40,7 +40,7 @@ def register(mcp: MCPServer, research: Research) -> None:
         context: CompletionContext | None,
     ) -> Completion | None:
         if isinstance(ref, PromptReference) and ref.name == PROMPT_NAME and argument.name == "task":
-            return completion(task_names(), argument.value)
+            return completion(task_names(research.settings.task_settings()), argument.value)
         prompt_run = isinstance(ref, PromptReference) and ref.name == PROMPT_NAME
         if argument.name == "run_id" and (
             prompt_run or (isinstance(ref, ResourceTemplateReference) and ref.uri in RUN_TEMPLATES)

@@ -9,6 +9,7 @@ from autoresearch_mcp.contract.env import (
     ENV_DASK_SCHEDULER,
     ENV_HPO_WALL_S,
     ENV_LOG_LEVEL,
+    ENV_TASK_DIRS,
     ENV_TOKEN,
     add_location_arguments,
     data_setting,
@@ -22,6 +23,8 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         values["db_path"] = args.db
     if getattr(args, "data", None):
         values["covtype_path"] = data_setting(args.data)
+    if getattr(args, "task_dir", None):
+        values["task_dirs"] = args.task_dir
     for key in (
         "codeopt_records",
         "codeopt_repeats",
@@ -73,6 +76,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dask-scheduler",
         help=f"run background jobs on this Dask scheduler (default: ${ENV_DASK_SCHEDULER})",
+    )
+    parser.add_argument(
+        "--task-dir",
+        action="append",
+        metavar="PATH",
+        help=f"register a task folder (a script + autoresearch.toml); repeatable (default: ${ENV_TASK_DIRS},"
+        " folders separated as in PATH)",
     )
     parser.add_argument("--token", help=f"HTTP bearer token (default: ${ENV_TOKEN}; required off loopback)")
     parser.add_argument(

@@ -58,7 +58,9 @@ def register(mcp: MCPServer, research: Research) -> None:
     @mcp.resource("autoresearch://tasks", name="tasks", mime_type="application/json")
     def tasks_resource() -> str:
         """Every registered task: what it optimises, its kind, experiment tool and params schema."""
-        return TaskList(tasks=[service.task(name).info() for name in task_names()]).model_dump_json()
+        return TaskList(
+            tasks=[service.task(name).info() for name in task_names(research.settings.task_settings())]
+        ).model_dump_json()
 
     @mcp.resource("autoresearch://tasks/{name}", name="task", mime_type="application/json")
     @_not_found

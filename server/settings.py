@@ -4,7 +4,7 @@ else defaults."""
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from autoresearch_mcp.contract.env import (
     ENV_CODEOPT_RECORDS,
@@ -13,6 +13,7 @@ from autoresearch_mcp.contract.env import (
     ENV_DASK_SCHEDULER,
     ENV_HPO_THREADS,
     ENV_HPO_WALL_S,
+    ENV_TASK_DIRS,
     default_db_path,
 )
 
@@ -41,9 +42,19 @@ class ServerSettings(BaseModel):
     hpo_wall_s: int = Field(
         default_factory=lambda: os.environ.get(ENV_HPO_WALL_S) or 600, ge=1, le=86_400, validate_default=True
     )
+    # Task folders (a user's script + autoresearch.toml), absolute; --task-dir, else the environment.
+    task_dirs: list[str] = Field(
+        default_factory=lambda: [p for p in (os.environ.get(ENV_TASK_DIRS) or "").split(os.pathsep) if p]
+    )
     # Background jobs: local worker processes (default: one per core), or a Dask scheduler.
     workers: int | None = Field(default=None, ge=1, le=1024)
     dask_scheduler: str | None = Field(default_factory=lambda: os.environ.get(ENV_DASK_SCHEDULER) or None)
+
+    @field_validator("task_dirs")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        # A job worker or a restarted server may run elsewhere: keep where each folder really is.
+        return list(dict.fromkeys(str(Path(p).expanduser().resolve()) for p in value))
 
     def task_settings(self) -> dict[str, object]:
         return self.model_dump(exclude={"db_path", "workers", "dask_scheduler"})

@@ -1,4 +1,5 @@
-"""The task registry. Built-in tasks register themselves; a plugin adds one with `register`."""
+"""The task registry. Built-in tasks register themselves; a plugin adds one with `register`; task
+folders come from the server's settings (`task_dirs`), so each server knows its own."""
 
 import importlib
 import os
@@ -24,19 +25,39 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def task_names() -> list[str]:
+def task_names(settings: dict[str, Any] | None = None) -> list[str]:
     _load_builtins()
-    return sorted(_REGISTRY)
+    return sorted({*_REGISTRY, *_folders(settings)})
 
 
 def make_task(name: str, settings: dict[str, Any]) -> Task:
     _load_builtins()
-    factory = _REGISTRY.get(name)
+    factory = _REGISTRY.get(name) or _folders(settings).get(name)
     if factory is None:
         raise ResearchError(
-            f"unknown task {name!r}; available tasks: {', '.join(task_names())}", kind="unknown_task"
+            f"unknown task {name!r}; available tasks: {', '.join(task_names(settings))}", kind="unknown_task"
         )
     return factory(settings)
+
+
+def _folders(settings: dict[str, Any] | None) -> dict[str, TaskFactory]:
+    """The task folders the settings name, by task name (each folder's autoresearch.toml read here)."""
+    paths = (settings or {}).get("task_dirs") or []
+    if not paths:
+        return {}
+    from autoresearch_mcp.server.tasks.folder.task import folder_task_class
+
+    found: dict[str, TaskFactory] = {}
+    for path in paths:
+        cls = folder_task_class(path)
+        if cls.name in _REGISTRY or cls.name in found:
+            raise ResearchError(
+                f"task folder {path}: its name {cls.name!r} is already taken by another task; rename it "
+                "in its autoresearch.toml",
+                kind="bad_argument",
+            )
+        found[cls.name] = cls
+    return found
 
 
 def make_task_from(module: str, name: str, settings: dict[str, Any]) -> Task:

@@ -117,7 +117,7 @@ def task_names_of_kind(research: Research, tool: str) -> str:
     from autoresearch_mcp.server.tasks.registry import make_task, task_names
 
     settings = research.settings.task_settings()
-    names = [name for name in task_names() if make_task(name, settings).experiment_tool == tool]
+    names = [name for name in task_names(settings) if make_task(name, settings).experiment_tool == tool]
     return ", ".join(names) or "none registered"
 
 

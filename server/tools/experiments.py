@@ -28,8 +28,9 @@ from autoresearch_mcp.server.tools.common import (
 def params_schema(research: Research) -> dict[str, Any]:
     """The JSON schema of `params`: each task's parameter model (validated again, per task, inside)."""
     variants = []
-    for name in task_names():
-        schema = make_task(name, research.settings.task_settings()).params_model.model_json_schema()
+    settings = research.settings.task_settings()
+    for name in task_names(settings):
+        schema = make_task(name, settings).params_model.model_json_schema()
         schema["title"] = f"{name} params"
         variants.append(schema)
     return {

@@ -23,7 +23,7 @@ from autoresearch_mcp.server.tools.common import (
 
 
 def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
-    TaskName = Literal[tuple(task_names())]  # type: ignore[valid-type]
+    TaskName = Literal[tuple(task_names(research.settings.task_settings()))]  # type: ignore[valid-type]
     service = research.runs
 
     @mcp.tool(annotations=ADDITIVE)

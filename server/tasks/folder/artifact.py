@@ -1,0 +1,40 @@
+"""A task folder's editable files as the one text the artifact store versions (train.py's place).
+
+One file: its text, unchanged. Several: each file's text under a header line naming it, in the order
+`edit` lists them; search/replace edits then work across the files as on one, and a whole new `source`
+must keep the headers. What comes back is checked: the same files, in the same order, nothing else.
+"""
+
+import re
+
+HEADER = "# ==== autoresearch file: {name} ===="
+_HEADER = re.compile(r"^# ==== autoresearch file: (?P<name>\S+) ====$", re.M)
+
+
+def pack(files: list[tuple[str, str]]) -> str:
+    if len(files) == 1:
+        return files[0][1]
+    return "".join(
+        HEADER.format(name=name) + "\n" + source + ("" if source.endswith("\n") else "\n")
+        for name, source in files
+    )
+
+
+def unpack(text: str, names: list[str]) -> dict[str, str]:
+    """The files of an artifact text; ValueError saying what is wrong with the headers."""
+    if len(names) <= 1:
+        return {names[0]: text} if names else {}
+    found = list(_HEADER.finditer(text))
+    got = [match["name"] for match in found]
+    if got != names:
+        raise ValueError(
+            f"the files must stay under their header lines, in this order: {', '.join(names)} (each as "
+            f"`{HEADER.format(name=names[0])}`); found {', '.join(got) or 'no header'}"
+        )
+    if text[: found[0].start()].strip():
+        raise ValueError(f"text before the first header line ({HEADER.format(name=names[0])})")
+    files = {}
+    for index, match in enumerate(found):
+        end = found[index + 1].start() if index + 1 < len(found) else len(text)
+        files[match["name"]] = text[match.end() + 1 : end]
+    return files

@@ -1,0 +1,115 @@
+"""The harness of a task folder, inside the sandbox: run the user's command, report what it printed.
+
+Runs in the sandboxed child (sandbox/child.py): its writes are already confined to the working
+directory. It lays the folder out there (each entry of the folder a link to the original, the run's
+version of the edited files written in their place), so relative paths resolve as they would in the
+folder while nothing in the folder can be written; then it confines reads to the folder, the declared
+`reads`, the interpreter and the system, and starts the command. The command runs one Landlock domain
+deeper (writes only in the working directory, no TCP, no signals to the harness) with a scrubbed
+environment plus AUTORESEARCH_PARAMS. There is no Python allow-list: the script is its owner's code, and
+the agent's edits to it are held by the OS layers alone (docs/sandbox.md). What comes back is the exit
+status and the ends of stdout and stderr; the server parses the metric lines.
+"""
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from autoresearch_mcp.sandbox.child import confine_fork, confine_reads
+
+CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
+STDOUT_KEEP = 64_000
+STDERR_KEEP = 8_000
+ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+ENV_KEEP += ("MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONHASHSEED")
+
+
+def lay_out(folder: Path, work: Path, files: dict[str, str]) -> None:
+    """The folder's entries as links in `work`, except the edited files (and the directories on their
+    way), which are real: written from the run's version, their siblings linked in turn."""
+    edited_dirs: dict[Path, set[str]] = {}
+    for name in files:
+        parts = Path(name).parts
+        for depth in range(len(parts)):
+            edited_dirs.setdefault(Path(*parts[:depth]), set()).add(parts[depth])
+    for relative, real in sorted(edited_dirs.items(), key=lambda item: len(item[0].parts)):
+        (work / relative).mkdir(parents=True, exist_ok=True)
+        source_dir = folder / relative
+        if source_dir.is_dir():
+            for entry in source_dir.iterdir():
+                if entry.name not in real:
+                    (work / relative / entry.name).symlink_to(entry)
+    if not files:
+        for entry in folder.iterdir():
+            (work / entry.name).symlink_to(entry)
+    for name, text in files.items():
+        (work / name).write_text(text, encoding="utf-8")
+
+
+def _tail(stream: IO[bytes], keep: int, out: list[bytes]) -> None:
+    data = bytearray()
+    for chunk in iter(lambda: stream.read(65536), b""):
+        data += chunk
+        if len(data) > 4 * keep:
+            del data[: len(data) - keep]
+    out.append(bytes(data[-keep:]))
+
+
+def _environment(payload: dict[str, Any], work: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key in ENV_KEEP}
+    env.update(
+        HOME=str(work),
+        TMPDIR=str(work),
+        AUTORESEARCH_PARAMS=payload["params"],
+        AUTORESEARCH_SEED=str(payload["seed"]),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def run_command(payload: dict[str, Any]) -> dict[str, Any]:
+    work = Path.cwd()
+    folder = Path(payload["folder_path"])
+    lay_out(folder, work, payload["files"])
+    python = Path(payload["python_path"])
+    interpreter = {python.parent.parent, python.resolve().parent.parent}  # a venv and its base
+    confine_reads([folder, *payload["reads"], *interpreter])
+
+    def confine_script() -> None:  # in the child, before exec: one Landlock domain deeper
+        confine_fork(work)
+
+    proc = subprocess.Popen(
+        payload["command"],
+        cwd=work,
+        env=_environment(payload, work),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=confine_script,
+    )
+    out: list[bytes] = []
+    err: list[bytes] = []
+    readers = [
+        threading.Thread(target=_tail, args=(proc.stdout, STDOUT_KEEP, out), daemon=True),
+        threading.Thread(target=_tail, args=(proc.stderr, STDERR_KEEP, err), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=float(payload["timeout_s"]))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        os.killpg(proc.pid, 9)
+        proc.wait()
+    for reader in readers:
+        reader.join(timeout=5)
+    return {
+        "returncode": proc.returncode,
+        "timed_out": timed_out,
+        "stdout_tail": (out[0] if out else b"").decode("utf-8", "replace")[-STDOUT_KEEP:],
+        "stderr_tail": (err[0] if err else b"").decode("utf-8", "replace")[-STDERR_KEEP:],
+    }

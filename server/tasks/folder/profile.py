@@ -1,0 +1,89 @@
+"""How an agent works on a task folder: the words the model reads, built from the folder's own.
+
+Written like the built-in tasks' profiles (small models first: one tool call per reply, params sent as
+changes to the best, the search space in the prompt), with the task's description, metric and files
+in place of the built-in ones. Params work: run_experiment with the params that change. Code work: the
+agent edits the `edit` files and each accepted edit is run at once (run_benchmark, with the best's
+params).
+"""
+
+from pydantic import BaseModel
+
+from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
+from autoresearch_mcp.contract.models import AgentProfile
+from autoresearch_mcp.server.tasks.folder.spec import FolderSpec
+
+
+def search_space(params: type[BaseModel]) -> str:
+    """`lr 0.001-1 (0.1), depth 1-12 (6), loss one of squared, huber (squared)`."""
+    parts = []
+    for name, field in params.model_fields.items():
+        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+        high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+        choices = getattr(field.annotation, "__args__", None)
+        if low is not None and high is not None:
+            span = f" {low:g}-{high:g}"
+        elif field.annotation is bool:
+            span = " true/false"
+        elif choices:
+            span = " one of " + ", ".join(str(c) for c in choices)
+        else:
+            span = ""
+        parts.append(f"{name}{span} ({field.default})")
+    return ", ".join(parts)
+
+
+def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> AgentProfile:
+    task = spec.task
+    goal = "lower" if task.direction == "minimize" else "higher"
+    about = " ".join(task.description.split()) or f"the task {task.name}"
+    if spec.work == "params":
+        return AgentProfile(
+            system_prompt=(
+                f"You tune the parameters of a training script, one experiment per reply. The task: "
+                f"{about} The metric is {task.metric} ({goal} is better). Each turn shows the run's "
+                "summary: the best configuration in full, how recent experiments differed from it, and "
+                "a change to make. Reply with one run_experiment call whose params hold only what you "
+                "change from the best (the rest keep the best's values): at least the change the "
+                "summary names, and others if you like. Never resend a configuration already tried. "
+                f"First experiment: the defaults, params {{}}. Ranges (default): {search_space(params)}."
+                " When no idea is left, reply DONE: <reason>."
+            ),
+            tools=["run_experiment"],
+            how="Call run_experiment(params, note) with a configuration you have not tried "
+            '(base="best" to send only the values you change from the best).',
+            fixed_arguments={"run_experiment": {"base": "best"}},
+            dropped_arguments={"run_experiment": ["note"]},
+            tool_descriptions={
+                "run_experiment": "Run the script with the best configuration, changed by `params` "
+                "(one unit of budget)."
+            },
+            turn="Next?",
+        )
+    files = ", ".join(editable)
+    shown = "train.py" if editable == ["train.py"] else f"train.py (here: {files})"
+    return AgentProfile(
+        system_prompt=(
+            f"You improve a training script autonomously, one change per reply. The task: {about} The "
+            f"metric is {task.metric} ({goal} is better); the script prints it. You may change {files}. "
+            f"Each turn shows the run's summary and the current {shown}. Reply with one "
+            "modify_train_py call, with either edits (search/replace pairs, each search text copied "
+            "exactly from the current code and occurring once) or source (the whole new file), never "
+            "both. Each accepted change is run at once. If a version crashed or was worse, call "
+            "revert_train_py with the version to go back to. When no idea is left, reply DONE: <reason>."
+        ),
+        tools=["modify_train_py", "revert_train_py"],
+        how=f"Change {files} with modify_train_py (small search/replace edits), then call run_benchmark: "
+        "it runs the script and records the metric it prints. Revert with revert_train_py when a change "
+        "crashed or was worse.",
+        benchmark_after_edit=True,
+        turn="Next?",
+        text_system_prompt=(
+            f"You improve a training script autonomously. The task: {about} The metric is {task.metric} "
+            f"({goal} is better); the script prints it. Each turn shows the run's summary and the "
+            f"current {shown}. Reply with one line saying what you change and why, then one or more "
+            f"edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n(or the whole new file in one ```python "
+            "block). Each new version is run at once. If a version crashed or was worse, reply REVERT "
+            "v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
+        ),
+    )

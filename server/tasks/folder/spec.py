@@ -1,0 +1,193 @@
+"""`autoresearch.toml`: what a task folder declares (a contract: docs/tasks.md documents every key).
+
+A task folder is a user's own script plus this file. It is read by the server when an operator
+registers the folder (`serve --task-dir PATH`, `run --task PATH`); a model only ever names the task.
+Every mistake in the file is one message naming the file, the table and the key.
+"""
+
+import math
+import tomllib
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from autoresearch_mcp.contract.errors import ResearchError
+
+SPEC_FILE = "autoresearch.toml"
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
+METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-/]{0,63}$"
+MAX_PARAMS = 64
+MAX_EDIT_FILES = 8
+
+
+class ParamSpec(BaseModel):
+    """One tunable parameter: `[params.NAME]`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["int", "float", "bool", "categorical"]
+    low: float | None = Field(default=None, allow_inf_nan=False)
+    high: float | None = Field(default=None, allow_inf_nan=False)
+    log: bool = Field(default=False, description="search it on a log scale (low > 0)")
+    default: Any = None
+    choices: list[str | int | float | bool] | None = Field(default=None, min_length=1, max_length=100)
+    description: str = Field(default="", max_length=300)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ParamSpec":
+        if self.type in ("int", "float"):
+            if self.low is None or self.high is None:
+                raise ValueError(f"a {self.type} param needs `low` and `high`")
+            if not self.low < self.high:
+                raise ValueError(f"`low` ({self.low:g}) must be below `high` ({self.high:g})")
+            if self.log and self.low <= 0:
+                raise ValueError("`log = true` needs `low` above 0")
+            if self.type == "int" and not (float(self.low).is_integer() and float(self.high).is_integer()):
+                raise ValueError("an int param's `low` and `high` are whole numbers")
+            if self.choices is not None:
+                raise ValueError(f"`choices` is for categorical params, not {self.type}")
+            if self.default is None:
+                self.default = _middle(self.low, self.high, self.log, self.type == "int")
+            elif isinstance(self.default, bool) or not isinstance(self.default, int | float):
+                raise ValueError(f"`default` must be a number, got {self.default!r}")
+            elif not self.low <= self.default <= self.high:
+                raise ValueError(f"`default` {self.default!r} is outside [{self.low:g}, {self.high:g}]")
+            elif self.type == "int" and not float(self.default).is_integer():
+                raise ValueError(f"an int param's `default` is a whole number, got {self.default!r}")
+            if self.type == "int":
+                self.default = int(self.default)
+        elif self.type == "bool":
+            if self.low is not None or self.high is not None or self.choices is not None or self.log:
+                raise ValueError("a bool param takes only `default` and `description`")
+            if self.default is None:
+                self.default = False
+            elif not isinstance(self.default, bool):
+                raise ValueError(f"a bool param's `default` is true or false, got {self.default!r}")
+        else:
+            if not self.choices:
+                raise ValueError("a categorical param needs `choices`")
+            if self.low is not None or self.high is not None or self.log:
+                raise ValueError("a categorical param takes `choices`, not `low`/`high`/`log`")
+            if self.default is None:
+                self.default = self.choices[0]
+            elif self.default not in self.choices:
+                raise ValueError(f"`default` {self.default!r} is not one of the choices")
+        return self
+
+
+def _middle(low: float, high: float, log: bool, whole: bool) -> float:
+    value = math.sqrt(low * high) if log else (low + high) / 2
+    return float(round(value)) if whole else value
+
+
+RelativeFile = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class TaskSection(BaseModel):
+    """`[task]`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN, description="what start_run takes")
+    description: str = Field(default="", max_length=2000, description="shown to the model")
+    command: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(min_length=1, max_length=64)
+    metric: str = Field(pattern=METRIC_PATTERN, description="the script prints `metric: value`")
+    direction: Literal["minimize", "maximize"]
+    timeout_s: float = Field(default=600, gt=0, le=86_400)
+    edit: list[RelativeFile] = Field(default_factory=lambda: ["train.py"], max_length=MAX_EDIT_FILES)
+    reads: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
+        default_factory=list, max_length=64
+    )
+    python: str | None = Field(default=None, description='the interpreter "python" means in command')
+    work: Literal["params", "code"] | None = Field(
+        default=None,
+        description="params: the agent tunes [params] on the script as it is; code: it edits the `edit` "
+        "files (and may still send params). Default: params when [params] exist, else code",
+    )
+    memory_mb: int = Field(default=4096, ge=64, le=1_048_576, description="address space per process")
+    threads: int = Field(default=1, ge=1, le=256, description="OMP/BLAS threads the script may use")
+    processes: bool = Field(
+        default=False, description="the script may start processes of its own (subprocess, multiprocessing)"
+    )
+
+    @model_validator(mode="after")
+    def _files_stay_inside(self) -> "TaskSection":
+        for file in self.edit:
+            path = PurePosixPath(file)
+            if path.is_absolute() or ".." in path.parts or file != str(path):
+                raise ValueError(f"edit: {file!r} must be a plain path inside the folder")
+        if len(set(self.edit)) != len(self.edit):
+            raise ValueError("edit: a file is listed twice")
+        return self
+
+
+class FolderSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: TaskSection
+    params: dict[str, ParamSpec] = Field(default_factory=dict, max_length=MAX_PARAMS)
+
+    @model_validator(mode="after")
+    def _param_names(self) -> "FolderSpec":
+        for name in self.params:
+            if not name.isidentifier():
+                raise ValueError(f"params: {name!r} is not a valid name (letters, digits, underscores)")
+        return self
+
+    @property
+    def work(self) -> Literal["params", "code"]:
+        return self.task.work or ("params" if self.params else "code")
+
+
+class TaskFolder(BaseModel):
+    """A registered folder: where it is, what it declares, and the files the agent may edit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    spec: FolderSpec
+    reads: tuple[Path, ...] = Field(description="the declared extra read paths, absolute")
+    originals: tuple[tuple[str, str], ...] = Field(description="(file, source) of each `edit` file")
+
+
+def load_folder(folder: Path | str) -> TaskFolder:
+    """Read and check a task folder, or raise one ResearchError that says what to fix where."""
+    path = Path(folder).expanduser().resolve()
+    toml = path / SPEC_FILE
+    if not path.is_dir():
+        raise ResearchError(f"task folder {path}: not a directory", kind="unknown_task")
+    if not toml.is_file():
+        raise ResearchError(
+            f"task folder {path}: no {SPEC_FILE} in it (`autoresearch-mcp init {path}` writes one)",
+            kind="unknown_task",
+        )
+    try:
+        raw = tomllib.loads(toml.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ResearchError(f"{toml}: {exc}", kind="bad_argument") from None
+    try:
+        spec = FolderSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'top level'}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise ResearchError(f"{toml}: {problems}", kind="bad_argument") from None
+    originals = []
+    for file in spec.task.edit:
+        source_path = path / file
+        if not source_path.is_file():
+            if spec.work == "code" or file != "train.py" or "edit" in raw.get("task", {}):
+                raise ResearchError(f"{toml}: edit: no file {file!r} in {path}", kind="bad_argument")
+            continue  # a params task whose script has another name keeps the default `edit` unused
+        try:
+            originals.append((file, source_path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ResearchError(f"{toml}: edit: {file} cannot be read as text ({exc})") from None
+    if spec.work == "code" and not originals:
+        raise ResearchError(f'{toml}: work = "code" needs a file to edit (`edit`)', kind="bad_argument")
+    reads = tuple(
+        (path / entry).resolve() if not Path(entry).is_absolute() else Path(entry)
+        for entry in spec.task.reads
+    )
+    return TaskFolder(path=path, spec=spec, reads=reads, originals=tuple(originals))

@@ -1,0 +1,249 @@
+"""A task folder as a Task: the user's script, run as it is, scored by the metric line it prints.
+
+The folder's `edit` files are the artifact (train.py's place: versioned, edited with modify_train_py);
+the `[params]` table is the params model (sent to the script as JSON in AUTORESEARCH_PARAMS). Each
+experiment runs the folder's command in the sandbox (child.py beside this file) with the run's version
+of the files and the folder's other entries beside them; the script's stdout is parsed here, in the
+server: its last `metric: value` line is the metric, every other `name: number` line a secondary
+metric. The user's folder is never written: the script runs in a fresh working directory.
+"""
+
+import json
+import math
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
+from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.folder import artifact
+from autoresearch_mcp.server.tasks.folder.profile import profile
+from autoresearch_mcp.server.tasks.folder.spec import FolderSpec, TaskFolder, load_folder
+
+ENTRY = "autoresearch_mcp.server.tasks.folder.child:run_command"
+MAX_ARTIFACT_BYTES = 1_000_000
+MAX_METRICS = 64
+# `name: number` (or `name = number`), alone on its line; the number may be nan or inf, which makes
+# the main metric a crash and drops a secondary one.
+METRIC_LINE = re.compile(
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_.\-/]{0,63})\s*[:=]\s*"
+    r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf|infinity))\s*$",
+    re.IGNORECASE,
+)
+HARNESS_MARGIN_S = 15.0  # the harness's own work around the script, inside the runner's wall limit
+
+
+def params_model(spec: FolderSpec) -> type[BaseModel]:
+    """The `[params]` table as a pydantic model that refuses unknown names and out-of-range values."""
+    fields: dict[str, Any] = {}
+    for name, param in spec.params.items():
+        if param.type == "categorical":
+            annotation: Any = Literal[tuple(param.choices or ())]  # type: ignore[misc]
+            field = Field(default=param.default, description=param.description or None)
+        elif param.type == "bool":
+            annotation, field = bool, Field(default=param.default, description=param.description or None)
+        else:
+            annotation = int if param.type == "int" else float
+            low, high = (
+                (int(param.low or 0), int(param.high or 0))
+                if param.type == "int"
+                else (param.low, param.high)
+            )
+            field = Field(
+                default=param.default,
+                ge=low,
+                le=high,
+                description=param.description or None,
+                allow_inf_nan=False,
+            )
+        fields[name] = (annotation, field)
+    return create_model("FolderParams", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def parse_metrics(stdout: str, metric: str) -> tuple[float | None, dict[str, float], str | None]:
+    """The metric (the last line naming it), the secondary metrics (the last value of each other name),
+    and what is wrong with the metric when it cannot be recorded."""
+    values: dict[str, float] = {}
+    for line in stdout.splitlines():
+        match = METRIC_LINE.match(line)
+        if match:
+            values.pop(match["name"], None)  # re-inserted: the order is that of the last occurrence
+            values[match["name"]] = float(match["value"])
+    main = values.pop(metric, None)
+    secondary = {k: v for k, v in values.items() if math.isfinite(v)}
+    secondary = dict(list(secondary.items())[-(MAX_METRICS - 1) :])
+    if main is None:
+        return None, secondary, f"the script printed no `{metric}: <number>` line on stdout"
+    if not math.isfinite(main):
+        return None, secondary, f"the script printed `{metric}: {main}`, which is not a finite number"
+    return main, secondary, None
+
+
+class FolderTask(Task):
+    """One per registered folder (a subclass made by `folder_task_class`, so each has its own name,
+    metric and params model, as the built-in tasks do)."""
+
+    folder: Path
+    sandbox_entries = (ENTRY,)
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+
+    @property
+    def loaded(self) -> TaskFolder:
+        return _load(self.folder)
+
+    def options(self) -> dict[str, Any]:
+        task = self.loaded.spec.task
+        limits = Limits(
+            wall_s=task.timeout_s + HARNESS_MARGIN_S,
+            cpu_s=task.timeout_s * task.threads + HARNESS_MARGIN_S,
+            memory_mb=task.memory_mb,
+            threads=task.threads,
+            output_bytes=64_000,
+            file_mb=1024,
+            disk_mb=4096,
+            max_files=100_000,
+            processes=64 + 4 * task.threads,
+        )
+        # No absolute path: list_runs and the views show options to models.
+        return {"command": task.command, "work": self.loaded.spec.work, "limits": limits.model_dump()}
+
+    def initial_artifact(self) -> str:
+        originals = list(self.loaded.originals)
+        return artifact.pack(originals) if originals else ""
+
+    def editable(self) -> list[str]:
+        return [name for name, _ in self.loaded.originals]
+
+    def check_artifact(self, source: str) -> list[str]:
+        names = self.editable()
+        if not names:
+            return [f"{self.name} declares no file the agent may edit (`edit` in its autoresearch.toml)"]
+        if len(source.encode()) > MAX_ARTIFACT_BYTES:
+            return [f"the files are at most {MAX_ARTIFACT_BYTES // 1000} KB together"]
+        try:
+            files = artifact.unpack(source, names)
+        except ValueError as exc:
+            return [str(exc)]
+        problems = []
+        for name, text in files.items():
+            if name.endswith(".py"):
+                try:
+                    compile(text, name, "exec")
+                except SyntaxError as exc:
+                    problems.append(f"{name} line {exc.lineno}: {exc.msg}")
+        return problems
+
+    def describe(self) -> str:
+        spec = self.loaded.spec
+        better = "lower" if self.direction == "min" else "higher"
+        what = " ".join(spec.task.description.split()).rstrip(".") or self.title
+        text = f"{what}. Metric: {self.metric} ({better} is better)."
+        if spec.work == "code":
+            text += f" You may edit: {', '.join(self.editable())}."
+        return text
+
+    def agent_profile(self) -> AgentProfile:
+        return profile(self.loaded.spec, self.params_model, self.editable())
+
+    def scripted_plan(self) -> ScriptedPlan:
+        spec = self.loaded.spec
+        prior = {
+            name: (float(p.low), float(p.high))
+            for name, p in spec.params.items()
+            if p.low is not None and p.high is not None
+        }
+        return ScriptedPlan(prior=prior, log_scale=[name for name, p in spec.params.items() if p.log])
+
+    def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
+        loaded = self.loaded
+        task = loaded.spec.task
+        files = artifact.unpack(source, self.editable()) if self.editable() else {}
+        python = task.python or sys.executable
+        payload = {
+            "folder_path": str(loaded.path),
+            "files": files,
+            "command": [python if part == "python" else part for part in task.command],
+            "python_path": python,
+            "reads": [str(path) for path in loaded.reads],
+            "params": json.dumps(params.model_dump()),
+            "seed": ctx.seed,
+            "timeout_s": task.timeout_s,
+            "processes": task.processes,
+        }
+        result = run_sandboxed(ENTRY, payload, Limits(**ctx.options["limits"]))
+        if result.status != "ok" or result.result is None:
+            return sandbox_failure(result)
+        report = ScriptReport.model_validate(result.result)
+        if report.timed_out:
+            return Outcome(
+                status="timeout",
+                error_tail=f"the script ran past its timeout_s of {task.timeout_s:g} s\n{report.stderr_tail}",
+            )
+        if report.returncode != 0:
+            return Outcome(
+                status="crash",
+                error_tail=f"the script exited with status {report.returncode}\n{report.stderr_tail}",
+            )
+        metric, secondary, problem = parse_metrics(report.stdout_tail, self.metric)
+        if problem is not None or metric is None:
+            return Outcome(status="crash", error_tail=f"{problem}\n{report.stderr_tail}".strip())
+        return Outcome(status="ok", metrics={self.metric: metric, **secondary}, metric=metric)
+
+
+class ScriptReport(BaseModel):
+    """What the sandboxed harness reports of one run of the script."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    returncode: int
+    timed_out: bool
+    stdout_tail: str = Field(max_length=70_000)
+    stderr_tail: str = Field(max_length=10_000)
+
+
+@lru_cache(maxsize=64)
+def _load_cached(path: Path, stamp: tuple[float, ...]) -> TaskFolder:
+    return load_folder(path)
+
+
+def _load(path: Path) -> TaskFolder:
+    """The folder as it is now: read again when its autoresearch.toml or an edit file changed."""
+    loaded = _load_cached(path, _stamp(path, ()))
+    return _load_cached(path, _stamp(path, [name for name, _ in loaded.originals]))
+
+
+def _stamp(path: Path, files: list[str]) -> tuple[float, ...]:
+    stamps = []
+    for name in ("autoresearch.toml", *files):
+        try:
+            stamps.append((path / name).stat().st_mtime)
+        except OSError:
+            stamps.append(-1.0)
+    return tuple(stamps)
+
+
+def folder_task_class(folder: Path | str) -> type[FolderTask]:
+    """A Task class for the folder (its autoresearch.toml is read and checked here)."""
+    loaded = load_folder(folder)
+    spec = loaded.spec
+    title = spec.task.description.split(". ")[0].strip().rstrip(".") or f"Your task {spec.task.name}"
+    return type(
+        f"FolderTask_{spec.task.name.replace('-', '_').replace('.', '_')}",
+        (FolderTask,),
+        {
+            "name": spec.task.name,
+            "title": title[:200],
+            "metric": spec.task.metric,
+            "direction": "min" if spec.task.direction == "minimize" else "max",
+            "params_model": params_model(spec),
+            "experiment_tool": "run_experiment" if spec.work == "params" else "run_benchmark",
+            "folder": loaded.path,
+            "sandbox_entries": (),  # admitted once, by FolderTask itself
+        },
+    )

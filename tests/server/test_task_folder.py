@@ -1,0 +1,199 @@
+"""A task folder (a user's script + autoresearch.toml) through MCP: registered by the operator, started
+by name, run in the sandbox as it is, scored by the metric line it prints; the folder is never written."""
+
+import json
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from autoresearch_mcp.contract.errors import REFUSAL_META, ResearchError
+from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.tasks.folder.spec import load_folder
+from autoresearch_mcp.server.tasks.folder.task import parse_metrics
+from folder_fixture import folder_files, make_folder
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return make_folder(tmp_path / "outside-the-repository")
+
+
+@asynccontextmanager
+async def connected(settings: ServerSettings, *folders: Path):
+    settings = settings.model_copy(update={"task_dirs": [str(f) for f in folders]})
+    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def refusal(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert result.is_error
+    return (result.meta or {}).get(REFUSAL_META) or {"kind": None, "message": result.content[0].text}
+
+
+@pytest.mark.asyncio
+async def test_a_folder_task_runs_the_script_and_records_its_metric_and_secondary_lines(settings, folder):
+    before = folder_files(folder)
+    async with connected(settings, folder) as client:
+        started = await call(client, "start_run", {"task": "bowl", "budget": 4})
+        run_id = started["run_id"]
+        assert started["metric"] == "loss" and "lower loss is better" in started["summary"]
+        result = await call(client, "run_experiment", {"run_id": run_id, "params": {"x": 0.3}})
+        exp = result["experiment"]
+        assert exp["status"] == "ok" and exp["metric"] == pytest.approx(2 * 0.2**2)
+        assert exp["metrics"] == {"loss": exp["metric"], "steps": 3.0}
+        assert exp["params"] == {"x": 0.3, "y": 0.0, "shape": "bowl"}  # defaults filled in
+        summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
+        assert "Best loss=0.0800 (#1)" in summary
+    assert folder_files(folder) == before  # scratch.txt went to the experiment's own directory
+
+
+@pytest.mark.asyncio
+async def test_out_of_range_unknown_and_repeated_params_are_refused_without_cost(settings, folder):
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 3}))["run_id"]
+        out = await refusal(client, "run_experiment", {"run_id": run_id, "params": {"x": 5}})
+        assert out["kind"] == "invalid_params" and "less than or equal to 1" in out["message"]
+        unknown = await refusal(client, "run_experiment", {"run_id": run_id, "params": {"lr": 0.1}})
+        assert unknown["kind"] == "invalid_params" and "unknown parameter 'lr'" in unknown["message"]
+        bad_choice = await refusal(client, "run_experiment", {"run_id": run_id, "params": {"shape": "cone"}})
+        assert bad_choice["kind"] == "invalid_params"
+        await call(client, "run_experiment", {"run_id": run_id, "params": {"x": 0.1}})
+        again = await refusal(client, "run_experiment", {"run_id": run_id, "params": {"x": 0.1, "y": 0.0}})
+        assert again["kind"] == "exact_repeat"
+        history = await call(client, "get_experiment_history", {"run_id": run_id})
+    assert history["total"] == 1
+
+
+@pytest.mark.asyncio
+async def test_a_failing_script_is_a_crash_with_its_stderr_tail_and_no_absolute_path(settings, folder):
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 3}))["run_id"]
+        crashed = await call(client, "run_experiment", {"run_id": run_id, "params": {"shape": "crash"}})
+    exp = crashed["experiment"]
+    assert exp["status"] == "crash" and "exited with status 1" in exp["error_tail"]
+    assert "the shape 'crash' always fails" in exp["error_tail"]
+    assert str(folder) not in exp["error_tail"] and "/tmp/" not in exp["error_tail"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("print('loss: nan')", "not a finite number"),
+        ("print('accuracy: 0.9')", "printed no `loss: <number>` line"),
+    ],
+)
+async def test_no_usable_metric_line_is_a_crash_that_says_so(settings, tmp_path, body: str, expected: str):
+    folder = make_folder(tmp_path, script=body + "\n")
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 1}))["run_id"]
+        exp = (await call(client, "run_experiment", {"run_id": run_id, "params": {}}))["experiment"]
+    assert exp["status"] == "crash" and expected in exp["error_tail"]
+
+
+@pytest.mark.asyncio
+async def test_a_script_past_its_timeout_is_a_timeout(settings, tmp_path):
+    folder = make_folder(tmp_path, script="import time\ntime.sleep(30)\n", timeout=1)
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 1}))["run_id"]
+        exp = (await call(client, "run_experiment", {"run_id": run_id, "params": {}}))["experiment"]
+    assert exp["status"] == "timeout" and "timeout_s of 1 s" in exp["error_tail"]
+
+
+@pytest.mark.asyncio
+async def test_an_edited_script_cannot_write_into_the_users_folder(settings, tmp_path):
+    folder = make_folder(tmp_path)
+    before = folder_files(folder)
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 3}))["run_id"]
+        hostile = (
+            "import os\n"
+            f"target = {str(folder / 'data' / 'weight.txt')!r}\n"
+            "for path in (target, 'data/weight.txt', os.path.realpath('train.py')):\n"
+            "    try:\n"
+            "        open(path, 'w').write('0')\n"
+            "        print('wrote', path)\n"
+            "    except OSError as exc:\n"
+            "        print('refused', type(exc).__name__)\n"
+            "print('loss: 1')\n"
+        )
+        await call(
+            client, "modify_train_py", {"run_id": run_id, "description": "overwrite", "source": hostile}
+        )
+        exp = (await call(client, "run_experiment", {"run_id": run_id, "params": {}}))["experiment"]
+    assert exp["status"] == "ok"
+    assert folder_files(folder) == before
+
+
+@pytest.mark.asyncio
+async def test_a_model_names_tasks_never_paths(settings, folder):
+    async with connected(settings, folder) as client:
+        result = await client.call_tool("start_run", {"task": str(folder)})
+        tasks = json.loads((await client.read_resource("autoresearch://tasks")).contents[0].text)
+    assert result.is_error and "bowl" in result.content[0].text
+    assert "bowl" in [task["name"] for task in tasks["tasks"]]
+
+
+@pytest.mark.asyncio
+async def test_in_code_work_the_agent_edits_the_declared_file_and_reverts_it(settings, tmp_path):
+    folder = make_folder(tmp_path, extra='work = "code"')
+    async with connected(settings, folder) as client:
+        started = await call(client, "start_run", {"task": "bowl", "budget": 3})
+        run_id = started["run_id"]
+        assert started["experiment_tool"] == "run_benchmark"
+        first = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+        edits = [{"search": "float(weight) *", "replace": "0.5 * float(weight) *"}]
+        await call(client, "modify_train_py", {"run_id": run_id, "description": "halve", "edits": edits})
+        second = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+        broken = await refusal(
+            client, "modify_train_py", {"run_id": run_id, "description": "x", "source": "def (:\n"}
+        )
+        reverted = await call(client, "revert_train_py", {"run_id": run_id, "version": 1})
+    assert second["metric"] == pytest.approx(first["metric"] / 2) and second["artifact_version"] == 2
+    assert broken["kind"] == "rejected_edit" and "train.py line 1" in broken["message"]
+    assert reverted["version"] == 3
+
+
+def test_each_mistake_in_autoresearch_toml_is_one_message_naming_the_key(tmp_path):
+    cases = {
+        'direction = "down"': "task.direction",
+        "timeout_s = -1": "task.timeout_s",
+        'name = "Has Space"': "task.name",
+    }
+    for line, key in cases.items():
+        folder = make_folder(tmp_path / key.replace(".", "-") / line[:4])
+        toml = folder / "autoresearch.toml"
+        field = line.split(" = ")[0]
+        text = "\n".join(
+            line if row.startswith(field + " ") else row for row in toml.read_text().splitlines()
+        )
+        toml.write_text(text)
+        with pytest.raises(ResearchError, match=key.replace(".", r"\.")) as error:
+            load_folder(folder)
+        assert "\n" not in str(error.value) and "autoresearch.toml" in str(error.value)
+
+
+def test_a_float_param_without_a_range_or_with_a_default_outside_it_is_refused(tmp_path):
+    folder = make_folder(tmp_path)
+    toml = folder / "autoresearch.toml"
+    toml.write_text(toml.read_text().replace("default = 0.0\ndescription", "default = 3.0\ndescription"))
+    with pytest.raises(ResearchError, match="outside"):
+        load_folder(folder)
+
+
+def test_the_last_metric_line_counts_and_other_number_lines_are_secondary():
+    out = "epoch 1\nloss: 0.9\nval_acc = 0.5\nloss: 0.4\nnote: fine\nlr: 1e-3\n"
+    metric, secondary, problem = parse_metrics(out, "loss")
+    assert (metric, secondary, problem) == (0.4, {"val_acc": 0.5, "lr": 0.001}, None)
