@@ -9,7 +9,7 @@ import sys
 from typing import NoReturn
 
 from autoresearch_mcp import __version__
-from autoresearch_mcp.client import compare, inspect_cmd, run_cmd
+from autoresearch_mcp.client import compare, folder_cmd, inspect_cmd, run_cmd
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server import main as serve
 from autoresearch_mcp.server.dashboard import cli as dashboard_cli
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.configure(sub)
     inspect_cmd.configure(sub)
     compare.configure(sub)
+    folder_cmd.configure(sub)
     dashboard_cli.configure(sub)
     serve.configure(sub)
     for action in sub._choices_actions:  # each command's one-line help heads its own --help

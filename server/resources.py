@@ -15,7 +15,8 @@ RUNS_URI = "autoresearch://runs"
 SUMMARY_URI = "autoresearch://runs/{run_id}/summary"
 HISTORY_URI = "autoresearch://runs/{run_id}/history"
 TRAIN_PY_URI = "autoresearch://runs/{run_id}/train.py"
-RUN_TEMPLATES = (SUMMARY_URI, HISTORY_URI, TRAIN_PY_URI)
+VERSION_URI = "autoresearch://runs/{run_id}/versions/{version}"
+RUN_TEMPLATES = (SUMMARY_URI, HISTORY_URI, TRAIN_PY_URI, VERSION_URI)
 
 
 def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
@@ -54,6 +55,15 @@ def register(mcp: MCPServer, research: Research) -> None:
     def train_py_resource(run_id: str) -> str:
         """The current train.py."""
         return service.current_artifact(run_id).source
+
+    @mcp.resource(VERSION_URI, name="run-version", mime_type="text/x-python")
+    @_not_found
+    def version_resource(run_id: str, version: str) -> str:
+        """One version of train.py (1 = the original), e.g. the best's, to write back with `apply`."""
+        if not version.isdigit():
+            raise ResearchError(f"a version is a whole number from 1, not {version!r}")
+        service.store.get_run(run_id)
+        return service.store.artifacts.get(run_id, int(version)).source
 
     @mcp.resource("autoresearch://tasks", name="tasks", mime_type="application/json")
     def tasks_resource() -> str:

@@ -35,6 +35,7 @@ from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import KeepRule, Store
 from autoresearch_mcp.server.summary import render_summary
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, execute_safely
+from autoresearch_mcp.server.tasks.recorded import recorded_task
 from autoresearch_mcp.server.tasks.registry import make_task
 from autoresearch_mcp.server.text import check_text, scrub_paths
 
@@ -213,7 +214,13 @@ class RunService:
 
     def summary(self, run_id: str) -> str:
         run = self.store.get_run(run_id)
-        return render_summary(self.store, run, self.task(run.task))
+        try:
+            task = self.task(run.task)
+        except ResearchError as exc:  # e.g. a task folder another server registered: still readable
+            if exc.kind != "unknown_task":
+                raise
+            task = recorded_task(run)
+        return render_summary(self.store, run, task)
 
     def finish_run(self, run_id: str, reason: str) -> tuple[Run, str]:
         check_text(reason, "the reason", multiline=True)

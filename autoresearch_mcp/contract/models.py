@@ -256,6 +256,11 @@ class TaskInfo(BaseModel):
     )
     experiment_tool: Literal["run_experiment", "run_benchmark"]
     params_schema: dict[str, Any]
+    files: list[str] = Field(
+        default_factory=lambda: ["train.py"],
+        description="the files the artifact holds (a task folder's `edit`; several are one text, each "
+        "under a header line: contract/files.py)",
+    )
     agent: AgentProfile
     scripted: ScriptedPlan
 

@@ -147,6 +147,10 @@ class Task(ABC):
             outcome.metric is not None and better(outcome.metric, best.value, self.direction)
         )
 
+    def editable(self) -> list[str]:
+        """The files the artifact holds: train.py, or a task folder's `edit` files."""
+        return ["train.py"]
+
     def agent_profile(self) -> AgentProfile:
         """How an agent works on this task; a task folder's profile.py gives its own words."""
         return DEFAULT_PROFILES[self.experiment_tool]
@@ -165,6 +169,7 @@ class Task(ABC):
             kind="params" if self.experiment_tool == "run_experiment" else "code",
             experiment_tool=self.experiment_tool,
             params_schema=self.params_model.model_json_schema(),
+            files=self.editable(),
             agent=self.agent_profile(),
             scripted=self.scripted_plan(),
         )

@@ -17,6 +17,7 @@ from mcp import Client
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from folder_fixture import make_folder
 
 pytestmark = pytest.mark.asyncio
 
@@ -81,6 +82,21 @@ async def test_dask_workers_run_several_experiments_at_once_and_the_server_recor
     )
     assert any(a[0] < b[1] and b[0] < a[1] for a, b in itertools.pairwise(spans))  # overlap
     assert ends[-1]["result"]["run_status"] == "exhausted"
+
+
+async def test_a_task_folder_outside_the_repository_runs_its_jobs_on_dask_workers(
+    settings: ServerSettings, cluster: LocalCluster, tmp_path
+):
+    folder = make_folder(tmp_path / "elsewhere")
+    settings = settings.model_copy(
+        update={"dask_scheduler": cluster.scheduler_address, "task_dirs": [str(folder)]}
+    )
+    async with serving(settings) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 2}))["run_id"]
+        job = await call(client, "submit_training_job", {"params": {"x": 0.3}, "run_id": run_id})
+        end = await wait_for(client, job["job"]["id"], "done")
+    assert end["job"]["worker"].startswith("dask worker")
+    assert end["result"]["experiment"]["status"] == "ok" and end["result"]["experiment"]["metric"] == 0.08
 
 
 async def test_a_job_whose_dask_worker_dies_fails_with_the_reason(

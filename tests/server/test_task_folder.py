@@ -26,8 +26,9 @@ def folder(tmp_path: Path) -> Path:
 @asynccontextmanager
 async def connected(settings: ServerSettings, *folders: Path):
     settings = settings.model_copy(update={"task_dirs": [str(f) for f in folders]})
-    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
-        yield client
+    with Research(settings) as research:  # closed: its job workers stop
+        async with Client(build_server(research), raise_exceptions=True) as client:
+            yield client
 
 
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -197,3 +198,26 @@ def test_the_last_metric_line_counts_and_other_number_lines_are_secondary():
     out = "epoch 1\nloss: 0.9\nval_acc = 0.5\nloss: 0.4\nnote: fine\nlr: 1e-3\n"
     metric, secondary, problem = parse_metrics(out, "loss")
     assert (metric, secondary, problem) == (0.4, {"val_acc": 0.5, "lr": 0.001}, None)
+
+
+@pytest.mark.asyncio
+async def test_jobs_from_run_reeval_and_query_results_work_for_a_folder_task(settings, folder):
+    async with connected(settings, folder) as client:
+        first = (await call(client, "start_run", {"task": "bowl", "budget": 4, "reeval_seeds": 1}))["run_id"]
+        job = await call(client, "submit_training_job", {"run_id": first, "params": {"x": 0.2}})
+        done = await call(client, "get_job", {"job_id": job["job"]["id"], "wait_seconds": 60})
+        assert done["job"]["status"] == "done" and done["result"]["experiment"]["status"] == "ok"
+        # run_experiment re-evaluates a would-be best on one more seed (each its own experiment)
+        result = await call(client, "run_experiment", {"run_id": first, "params": {"x": 0.3, "y": -0.2}})
+        assert len(result["reevaluations"]) == 1 and result["is_new_best"]
+        await call(client, "finish_run", {"run_id": first, "reason": "enough"})
+        later = await call(client, "start_run", {"task": "bowl", "budget": 2, "from_run": first})
+        remeasured = await call(client, "get_experiment_history", {"run_id": later["run_id"]})
+        rows = await call(
+            client,
+            "query_results",
+            {"sql": "SELECT task, COUNT(*) FROM v_experiments GROUP BY task"},
+        )
+    assert remeasured["experiments"][0]["params"] == {"x": 0.3, "y": -0.2, "shape": "bowl"}
+    assert remeasured["experiments"][0]["metric"] == pytest.approx(0.0)
+    assert rows["rows"] == [["bowl", 4]]  # the job, the experiment, its re-evaluation, the re-measure

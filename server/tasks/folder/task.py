@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from autoresearch_mcp.contract import files as artifact
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
-from autoresearch_mcp.server.tasks.folder import artifact
 from autoresearch_mcp.server.tasks.folder.profile import profile
 from autoresearch_mcp.server.tasks.folder.spec import FolderSpec, TaskFolder, load_folder
 
@@ -112,7 +112,12 @@ class FolderTask(Task):
             processes=64 + 4 * task.threads,
         )
         # No absolute path: list_runs and the views show options to models.
-        return {"command": task.command, "work": self.loaded.spec.work, "limits": limits.model_dump()}
+        return {
+            "command": task.command,
+            "work": self.loaded.spec.work,
+            "files": self.editable(),  # what `apply` writes back, even where the folder is not registered
+            "limits": limits.model_dump(),
+        }
 
     def initial_artifact(self) -> str:
         originals = list(self.loaded.originals)

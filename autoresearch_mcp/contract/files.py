@@ -1,4 +1,5 @@
-"""A task folder's editable files as the one text the artifact store versions (train.py's place).
+"""A task folder's editable files as the one text the artifact store versions (train.py's place);
+the server packs them, `autoresearch-mcp apply` unpacks a version back into files.
 
 One file: its text, unchanged. Several: each file's text under a header line naming it, in the order
 `edit` lists them; search/replace edits then work across the files as on one, and a whole new `source`

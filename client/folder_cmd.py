@@ -1,0 +1,262 @@
+"""`autoresearch-mcp init` and `apply`: start a task folder from a script, and take a run's result back.
+
+`init PATH` writes an autoresearch.toml next to an existing script, inferring what it can from the
+script's text: the command, the metric (the `name: value` lines it prints) and its direction (from the
+name), the params it reads from AUTORESEARCH_PARAMS with their defaults. What cannot be read off the
+script is given as a flag, or left for the user to check (each guessed range says so in a comment).
+
+`apply RUN_ID --to PATH` writes a version of the run's edited files (by default the best's) where the user
+says: the server never writes a user's folder, so this is how a result leaves it.
+"""
+
+import argparse
+import ast
+import difflib
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from autoresearch_mcp.client.connect import ResearchClient
+from autoresearch_mcp.client.inspect_cmd import add_server_arguments, resolve_run, server_for
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.files import unpack
+
+SPEC_FILE = "autoresearch.toml"
+LOWER_IS_BETTER = ("loss", "error", "err", "mse", "mae", "rmse", "perplexity", "ppl", "time", "seconds", "ms")
+HIGHER_IS_BETTER = ("acc", "accuracy", "f1", "auc", "score", "r2", "precision", "recall", "reward", "speedup")
+FRACTIONS = ("dropout", "subsample", "frac", "fraction", "ratio", "momentum", "beta", "rate_decay")
+METRIC_PRINT = re.compile(r"""print\(\s*f?["']\s*([A-Za-z_][A-Za-z0-9_.\-/]*)\s*[:=]\s*[{"',]""")
+
+
+def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "init",
+        help="write an autoresearch.toml next to your script (a task folder)",
+        epilog="example:\n  autoresearch-mcp init my-project/train.py --metric val_loss",
+    )
+    p.add_argument("path", type=Path, help="the script, or its folder when it holds one obvious script")
+    p.add_argument("--name", help="the task's name (default: the folder's name)")
+    p.add_argument("--metric", help="the metric line the script prints (default: read off the script)")
+    p.add_argument("--direction", choices=("minimize", "maximize"), help="default: from the metric's name")
+    p.add_argument("--timeout", type=float, default=600, help="seconds one run of the script may take")
+    p.add_argument("--code", action="store_true", help="the agent edits the script (work = code)")
+    p.add_argument("--force", action="store_true", help="replace an existing autoresearch.toml")
+    p.set_defaults(func=init_main)
+
+    p = sub.add_parser(
+        "apply",
+        help="write a run's edited files (the best's version, or --version N) to a path of yours",
+        epilog="example:\n  autoresearch-mcp apply r-0123456789 --to my-project/ --dry-run",
+    )
+    add_server_arguments(p)
+    p.add_argument("run_id", help="a run id, or 'latest'")
+    p.add_argument(
+        "--to", type=Path, required=True, help="a folder (each file by its name) or, for one file, a file"
+    )
+    p.add_argument("--version", type=int, help="the version to write (default: the best's)")
+    p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
+    p.set_defaults(func=apply_main)
+
+
+# -- init ---------------------------------------------------------------------------------------------
+def find_script(path: Path) -> Path:
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise ResearchError(f"{path}: no such file or folder")
+    scripts = sorted(path.glob("*.py"))
+    reading = [p for p in scripts if "AUTORESEARCH_PARAMS" in p.read_text(errors="replace")]
+    named = [p for p in scripts if p.name == "train.py"]
+    for candidates in (reading, named, scripts):
+        if len(candidates) == 1:
+            return candidates[0]
+    listed = ", ".join(p.name for p in scripts) or "none"
+    raise ResearchError(f"{path}: which script? give its path (Python files here: {listed})")
+
+
+def metrics_printed(source: str) -> list[str]:
+    return list(dict.fromkeys(METRIC_PRINT.findall(source)))
+
+
+def guess_direction(metric: str) -> str | None:
+    words = re.split(r"[_.\-/]", metric.lower())
+
+    def says(tokens: tuple[str, ...]) -> bool:  # "logloss" says loss; short tokens must be whole words
+        return any(word == t or (len(t) > 3 and t in word) for word in words for t in tokens)
+
+    if says(LOWER_IS_BETTER):
+        return "minimize"
+    if says(HIGHER_IS_BETTER):
+        return "maximize"
+    return None
+
+
+def params_read(source: str) -> dict[str, Any]:
+    """`params.get("lr", 0.1)` and `params["lr"]` on whatever holds the parsed AUTORESEARCH_PARAMS:
+    each name with its default where the script gives one (None where it gives none)."""
+    found: dict[str, Any] = {}
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+            and not (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "environ")
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            default = node.args[1] if len(node.args) > 1 else None
+            value = default.value if isinstance(default, ast.Constant) else None
+            found.setdefault(node.args[0].value, value)
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+            if isinstance(key, str) and isinstance(node.value, ast.Name) and "param" in node.value.id.lower():
+                found.setdefault(key, None)
+    return {name: value for name, value in found.items() if name.isidentifier()}
+
+
+def param_table(name: str, default: Any) -> list[str]:
+    """A [params.NAME] table from a default: the range is a guess, and says so."""
+    lines = [f"[params.{name}]"]
+    if isinstance(default, bool):
+        lines += ['type = "bool"', f"default = {str(default).lower()}"]
+    elif isinstance(default, int) and default > 0:
+        lines += [
+            'type = "int"',
+            f"low = {max(1, default // 10)}",
+            f"high = {default * 10}",
+            f"default = {default}",
+        ]
+        lines.append("# low and high are guessed from the default: check them")
+    elif isinstance(default, float) and 0 < default <= 1 and any(word in name.lower() for word in FRACTIONS):
+        lines += ['type = "float"', "low = 0.0", "high = 1.0", f"default = {default}"]
+    elif isinstance(default, float) and default > 0:
+        lines += ['type = "float"', f"low = {default / 100:g}", f"high = {default * 100:g}", "log = true"]
+        lines += [f"default = {default}", "# low and high are guessed from the default: check them"]
+    elif isinstance(default, int | float) and default == 0:
+        lines += [
+            f'type = "{type(default).__name__}"',
+            "low = 0",
+            "high = 1" if isinstance(default, int) else "high = 1.0",
+        ]
+        lines += [f"default = {default}", "# high is guessed (the default is 0): check it"]
+    elif isinstance(default, str):
+        lines += [
+            'type = "categorical"',
+            f"choices = [{default!r}]".replace("'", '"'),
+            "# add the other choices",
+        ]
+    else:
+        lines += ['type = "float"', "low = 0.0", "high = 1.0", "# no default in the script: set the range"]
+    return lines
+
+
+def init_toml(args: argparse.Namespace) -> tuple[Path, str, list[str]]:
+    """The file to write, its text, and what the user should check."""
+    script = find_script(args.path.expanduser().resolve())
+    folder = script.parent
+    source = script.read_text(encoding="utf-8", errors="replace")
+    check: list[str] = []
+    printed = metrics_printed(source)
+    metric = args.metric or (printed[0] if printed else None)
+    if metric is None:
+        raise ResearchError(
+            f"{script.name} prints no `name: value` line that I can see: give the metric with --metric NAME "
+            "(the script must print `NAME: <number>` on stdout)"
+        )
+    if not args.metric and len(printed) > 1:
+        check.append(f"metric: took {metric!r}, the first of {', '.join(printed)} (--metric to choose)")
+    direction = args.direction or guess_direction(metric)
+    if direction is None:
+        raise ResearchError(f"is a lower or a higher {metric} better? say --direction minimize or maximize")
+    name = args.name or re.sub(r"[^a-z0-9._-]+", "-", folder.name.lower()).strip("-._") or "my-task"
+    params = params_read(source)
+    if "AUTORESEARCH_PARAMS" not in source:
+        check.append(
+            f"{script.name} does not read AUTORESEARCH_PARAMS: params = json.loads(os.environ"
+            '["AUTORESEARCH_PARAMS"]) gives it the [params] values'
+        )
+    lines = [
+        "[task]",
+        f'name = "{name}"',
+        f'description = "{name}: what {script.name} trains and evaluates (shown to the model; say more)"',
+        f'command = ["python", "{script.name}"]',
+        f'metric = "{metric}"',
+        f'direction = "{direction}"',
+        f"timeout_s = {args.timeout:g}",
+    ]
+    if script.name != "train.py" or args.code:
+        lines.append(f'edit = ["{script.name}"]')
+    if args.code:
+        lines.append('work = "code"')
+    for param, default in params.items():
+        lines += ["", *param_table(param, default)]
+        if default is None or not isinstance(default, bool | int | float):
+            check.append(f"params.{param}: no numeric default in the script; set its type and range")
+    if any("guessed" in line for line in lines):
+        check.append("the guessed ranges (marked in the file)")
+    return folder / SPEC_FILE, "\n".join(lines) + "\n", check
+
+
+def init_main(args: argparse.Namespace) -> int:
+    target, text, check = init_toml(args)
+    if target.exists() and not args.force:
+        raise ResearchError(f"{target} exists: --force replaces it")
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {target}")
+    for item in check:
+        print(f"  check: {item}")
+    print(f"then: autoresearch-mcp run --task {target.parent} --llm scripted --budget 3")
+    return 0
+
+
+# -- apply --------------------------------------------------------------------------------------------
+def apply_main(args: argparse.Namespace) -> int:
+    return anyio.run(_apply, args)
+
+
+async def _apply(args: argparse.Namespace) -> int:
+    async with server_for(args) as rc:
+        run = await resolve_run(rc, args.run_id)
+        run_id = run.id
+        version = args.version or (run.best.artifact_version if run.best else None)
+        if version is None:
+            raise ResearchError(f"run {run_id} has no best yet: give --version N")
+        text = await version_source(rc, run_id, version)
+    files = unpack(text, run.config.get("options", {}).get("files") or ["train.py"])
+    written = write_files(files, args.to.expanduser(), dry_run=args.dry_run)
+    what = "would write" if args.dry_run else "wrote"
+    for path, diff in written:
+        print(f"{what} {path} (v{version} of {run_id}){': unchanged' if not diff else ''}")
+        for line in diff:
+            print(line)
+    return 0
+
+
+async def version_source(rc: ResearchClient, run_id: str, version: int) -> str:
+    uri = f"autoresearch://runs/{run_id}/versions/{version}"
+    try:
+        contents = (await rc.client.read_resource(uri)).contents
+    except Exception as exc:  # the SDK's MCPError: an unknown version
+        raise ResearchError(f"run {run_id} has no version {version}: {exc}") from None
+    return contents[0].text  # type: ignore[union-attr]
+
+
+def write_files(files: dict[str, str], to: Path, *, dry_run: bool) -> list[tuple[Path, list[str]]]:
+    """Write each file under `to` (a folder), or the one file at `to`; the diff against what was there."""
+    if len(files) > 1 and to.exists() and not to.is_dir():
+        raise ResearchError(f"{to} is a file; the run edited {len(files)} files: give a folder")
+    targets = {(to / name if to.is_dir() or len(files) > 1 else to): text for name, text in files.items()}
+    out = []
+    for path, text in targets.items():
+        old = path.read_text(encoding="utf-8") if path.is_file() else ""
+        diff = list(
+            difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), f"{path} (new)", lineterm="")
+        )
+        if not dry_run and diff:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        out.append((path, diff))
+    return out
