@@ -1,9 +1,9 @@
 """The harness of a task folder, inside the sandbox: run the user's command, report what it printed.
 
 Runs in the sandboxed child (sandbox/child.py): its writes are already confined to the working
-directory. It lays the folder out there (each entry of the folder a link to the original, the run's
-version of the edited files written in their place), so relative paths resolve as they would in the
-folder while nothing in the folder can be written; then it confines reads to the folder, the declared
+directory. It lays the folder out there (small files copied, directories and large files linked to
+the originals, the run's version of the edited files written in their place), so relative paths
+resolve as they would in the folder while nothing in the folder can be written; then it confines reads to the folder, the declared
 `reads`, the interpreter and the system, and starts the command. The command runs one Landlock domain
 deeper (writes only in the working directory, no TCP, no signals to the harness) with a scrubbed
 environment plus AUTORESEARCH_PARAMS. There is no Python allow-list: the script is its owner's code, and
@@ -12,6 +12,7 @@ status and the ends of stdout and stderr; the server parses the metric lines.
 """
 
 import os
+import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -26,9 +27,21 @@ ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "OMP_NUM_THREADS",
 ENV_KEEP += ("MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONHASHSEED")
 
 
+COPY_UP_TO = 1_000_000  # bytes: smaller files are copied, larger ones and directories linked
+
+
+def _place(entry: Path, at: Path) -> None:
+    """A copy of a small file (Python resolves a linked script to its real folder, and would import its
+    neighbours from there, not the run's versions), a link to anything else."""
+    if entry.is_file() and not entry.is_symlink() and entry.stat().st_size <= COPY_UP_TO:
+        shutil.copyfile(entry, at)
+    else:
+        at.symlink_to(entry)
+
+
 def lay_out(folder: Path, work: Path, files: dict[str, str]) -> None:
-    """The folder's entries as links in `work`, except the edited files (and the directories on their
-    way), which are real: written from the run's version, their siblings linked in turn."""
+    """The folder's entries in `work` (small files copied, the rest linked), except the edited files
+    (and the directories on their way), which are written from the run's version."""
     edited_dirs: dict[Path, set[str]] = {}
     for name in files:
         parts = Path(name).parts
@@ -40,10 +53,10 @@ def lay_out(folder: Path, work: Path, files: dict[str, str]) -> None:
         if source_dir.is_dir():
             for entry in source_dir.iterdir():
                 if entry.name not in real:
-                    (work / relative / entry.name).symlink_to(entry)
+                    _place(entry, work / relative / entry.name)
     if not files:
         for entry in folder.iterdir():
-            (work / entry.name).symlink_to(entry)
+            _place(entry, work / entry.name)
     for name, text in files.items():
         (work / name).write_text(text, encoding="utf-8")
 

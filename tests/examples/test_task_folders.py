@@ -1,0 +1,80 @@
+"""The three task folders in examples/tasks/, each registered with a real server and run through MCP, with
+data that scikit-learn ships (no download)."""
+
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.settings import ServerSettings
+from conftest import ROOT
+
+TASKS = ROOT / "examples" / "tasks"
+
+pytestmark = pytest.mark.asyncio
+
+
+@asynccontextmanager
+async def serving(settings: ServerSettings):
+    folders = [str(path) for path in sorted(TASKS.iterdir()) if (path / "autoresearch.toml").is_file()]
+    with Research(settings.model_copy(update={"task_dirs": folders})) as research:
+        async with Client(build_server(research), raise_exceptions=True) as client:
+            yield client
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
+    async with serving(settings) as client:
+        started = await call(client, "start_run", {"task": "digits-hgb", "budget": 2})
+        assert started["experiment_tool"] == "run_experiment"
+        params = {"max_iter": 10, "learning_rate": 0.3}
+        exp = (await call(client, "run_experiment", {"run_id": started["run_id"], "params": params}))[
+            "experiment"
+        ]
+    assert exp["status"] == "ok" and 0 < exp["metric"] < 1 and 0.8 < exp["metrics"]["val_accuracy"] <= 1
+
+
+async def test_digits_mlp_is_a_code_task_whose_fixed_parts_an_edit_cannot_reach(settings):
+    async with serving(settings) as client:
+        started = await call(client, "start_run", {"task": "digits-mlp", "budget": 2})
+        run_id = started["run_id"]
+        assert started["experiment_tool"] == "run_benchmark"
+        first = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+        edit = [{"search": "prepare.evaluate(", "replace": "prepare.TIME_BUDGET_S = 0\nprepare.evaluate("}]
+        await call(client, "modify_train_py", {"run_id": run_id, "description": "try", "edits": edit})
+        train_py = await call(client, "get_current_train_py", {"run_id": run_id})
+    assert first["status"] == "ok" and first["metric"] < 1.0 and first["metrics"]["steps"] > 100
+    assert "prepare.TIME_BUDGET_S = 0" in train_py["source"]  # an edit of train.py only
+    assert (TASKS / "digits-mlp" / "prepare.py").read_text().count("TIME_BUDGET_S = 3.0") == 1
+
+
+async def test_slow_function_keeps_a_faster_version_and_a_wrong_one_fails_its_check(settings):
+    async with serving(settings) as client:
+        run_id = (await call(client, "start_run", {"task": "slow-function", "budget": 3}))["run_id"]
+        slow = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+        faster = "    for i in range(len(points)):\n        for j in range(i + 1, len(points)):\n"
+        loops = (
+            "    for i in range(len(points)):\n        for j in range(len(points)):\n            if i < j:\n"
+        )
+        source = (
+            (TASKS / "slow-function" / "slow.py")
+            .read_text()
+            .replace(loops, faster + "            if True:\n")
+        )
+        await call(
+            client, "modify_train_py", {"run_id": run_id, "description": "half the pairs", "source": source}
+        )
+        quick = await call(client, "run_benchmark", {"run_id": run_id})
+        wrong = source.replace("return sorted(pairs)", "return pairs[:1]")
+        await call(client, "modify_train_py", {"run_id": run_id, "description": "wrong", "source": wrong})
+        broken = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+    assert slow["status"] == "ok" and quick["experiment"]["metric"] < slow["metric"] and quick["is_new_best"]
+    assert broken["status"] == "crash" and "wrong output" in broken["error_tail"]
