@@ -7,7 +7,6 @@ import json
 import os
 
 import numpy as np
-
 import prepare
 
 params = json.loads(os.environ.get("AUTORESEARCH_PARAMS", "{}"))
