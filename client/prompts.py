@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from autoresearch_mcp.client.replies import says_done
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import error_headline
-from autoresearch_mcp.contract.models import Experiment
+from autoresearch_mcp.contract.models import Experiment, TaskInfo
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
@@ -105,20 +105,23 @@ class CodeVersion(BaseModel):
     benchmark: str
 
 
-def stateless_hpo(
-    task_description: str, params_schema: dict[str, Any], metric: str, history: list[Experiment]
-) -> str:
+def stateless_hpo(task: TaskInfo, history: list[Experiment]) -> str:
     """One message: task, search space with ranges, output format, then every earlier experiment."""
+    words = task.agent.stateless
+    schema = task.params_schema.get("properties", {})
     space = "\n".join(
         f"- {name}: {_fmt_range(prop)}" + (f" ({prop['description']})" if prop.get("description") else "")
-        for name, prop in params_schema.get("properties", {}).items()
+        for name, prop in schema.items()
+    )
+    example = words.example or json.dumps(
+        {name: prop.get("default") for name, prop in list(schema.items())[:2]}
     )
     lines = [
-        f"You are optimizing hyperparameters. Task: {task_description}",
-        f"Goal: maximize {metric} on the held-out test split.",
+        f"{words.intro or 'You are optimizing hyperparameters.'} Task: {task.description}",
+        words.goal or f"Goal: {_verb(task)} {task.metric}.",
         "Search space:",
         space,
-        'Reply with one JSON object of hyperparameters, e.g. {"n_estimators": 200, "max_depth": 8}.',
+        f"Reply with one JSON object of hyperparameters, e.g. {example}.",
         "",
         "Experiment history:",
     ]
@@ -126,13 +129,11 @@ def stateless_hpo(
         lines.append("(none yet)")
     best: Experiment | None = None
     for exp in history:
-        m = exp.metrics
         if exp.status == "ok":
-            lines.append(
-                f"Iter {exp.iteration}: F1={m.get(metric, 0):.4f}, precision={m.get('precision', 0):.4f}, "
-                f"recall={m.get('recall', 0):.4f}, params={json.dumps(exp.params)}"
-            )
-            if best is None or (exp.metric or 0) > (best.metric or 0):
+            labels = words.metric_labels or {task.metric: task.metric, **{k: k for k in exp.metrics}}
+            shown = ", ".join(f"{label}={exp.metrics.get(key, 0):.4f}" for key, label in labels.items())
+            lines.append(f"Iter {exp.iteration}: {shown}, params={json.dumps(exp.params)}")
+            if best is None or _better(exp.metric or 0, best.metric or 0, task):
                 best = exp
         else:
             error = (exp.error_tail or "").strip().splitlines()[:1]
@@ -141,16 +142,26 @@ def stateless_hpo(
                 f"params={json.dumps(exp.params)}"
             )
     if best is not None:
-        lines.append(f"Best so far: Iter {best.iteration} with F1={(best.metric or 0):.4f}")
+        label = words.best_label or task.metric
+        lines.append(f"Best so far: Iter {best.iteration} with {label}={(best.metric or 0):.4f}")
     lines.append("Propose the next configuration as JSON.")
     return "\n".join(lines)
 
 
-def stateless_code(task_description: str, versions: list[CodeVersion]) -> str:
-    """One message: the task and every earlier version in full with its benchmark."""
+def _verb(task: TaskInfo) -> str:
+    return "maximize" if task.direction == "max" else "minimize"
+
+
+def _better(value: float, than: float, task: TaskInfo) -> bool:
+    return value > than if task.direction == "max" else value < than
+
+
+def stateless_code(task: TaskInfo, versions: list[CodeVersion]) -> str:
+    """One message: the task and every earlier version in full with its result."""
+    words = task.agent.stateless
     lines = [
-        f"You are optimizing Python code for speed. Task: {task_description}",
-        "The function must keep its name, signature and exact output.",
+        f"{words.intro or 'You are improving code.'} Task: {task.description}",
+        words.rule or f"Keep what it prints: the {task.metric} line is the result ({_verb(task)} it).",
         "",
         "Full optimization history:",
     ]
@@ -160,24 +171,27 @@ def stateless_code(task_description: str, versions: list[CodeVersion]) -> str:
         lines.append(v.code.rstrip("\n"))
         lines.append("Benchmark:")
         lines.append(v.benchmark)
-    lines.append("Propose the next optimized version. Reply with CODE: and the complete function.")
+    lines.append(words.reply)
     return "\n".join(lines)
 
 
 def benchmark_text(
-    status: str, metrics: dict[str, float], error: str | None, repeats: int | None
+    task: TaskInfo, status: str, metrics: dict[str, float], error: str | None, repeats: int | None
 ) -> tuple[str, str]:
-    """The (headline, benchmark block) pair of one stateless code iteration."""
+    """The (headline, benchmark block) pair of one stateless code iteration, in the task's words."""
     if status != "ok":
         # The same line the stateful summary shows: both modes are told what went wrong alike.
         return f"{status}", f"{status.upper()}: {error_headline(error or '') or status}"
-    time_ms, base_ms, speedup = (
-        metrics.get("time_ms", 0.0),
-        metrics.get("baseline_ms", 0.0),
-        metrics.get("speedup", 0.0),
-    )
+    words = task.agent.stateless
     runs = f" (median of {repeats} runs)" if repeats else ""
-    return (
-        f"time={time_ms:.2f}ms, speedup={speedup:.2f}x",
-        f"Execution time: {time_ms:.3f} ms{runs}\nBaseline time: {base_ms:.3f} ms\nSpeedup: {speedup:.2f}x",
-    )
+    values = {**metrics, "runs": runs}
+    try:
+        headline = (words.headline or "").format(**values)
+        block = (words.benchmark or "").format(**values)
+    except (KeyError, ValueError, IndexError):  # a result without the metrics the words name
+        headline = block = ""
+    if not headline:
+        headline = f"{task.metric}={metrics.get(task.metric, 0):.4g}"
+    if not block:
+        block = "\n".join(f"{name}: {value:.6g}" for name, value in metrics.items())
+    return headline, block

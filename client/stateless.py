@@ -45,16 +45,17 @@ class StatelessAgent(Agent):
         earlier = await self.rc.history(self.run_id)
         if code_task:
             current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
-            headline, block = "original", "Not timed yet: the first benchmark times it as the baseline."
+            headline, block = "original", self.config.task.agent.stateless.not_run
             if earlier:
                 last = earlier[-1]
                 repeats = int(last.metrics["repeats"]) if "repeats" in last.metrics else None
-                headline, block = benchmark_text(last.status, last.metrics, last.error_tail, repeats)
+                headline, block = benchmark_text(
+                    self.config.task, last.status, last.metrics, last.error_tail, repeats
+                )
             self.versions.append(
                 CodeVersion(iteration=0, code=current.source or "", headline=headline, benchmark=block)
             )
         else:
-            self.params_schema = self.config.task.params_schema
             self.experiments = list(earlier)
         stop: tuple[StopReason, str] | None = None
         while True:
@@ -62,10 +63,9 @@ class StatelessAgent(Agent):
             stop = stop or check(run, self.failures, self.config, self.calls)
             if stop:
                 break
+            task = self.config.task.model_copy(update={"description": self.description})
             prompt = (
-                stateless_code(self.description, self.versions)
-                if code_task
-                else stateless_hpo(self.description, self.params_schema, run.metric_name, self.experiments)
+                stateless_code(task, self.versions) if code_task else stateless_hpo(task, self.experiments)
             )
             request = LLMRequest(
                 system="", messages=[Message(role="user", text=prompt)], max_tokens=self.config.max_tokens
@@ -136,9 +136,9 @@ class StatelessAgent(Agent):
             base = metrics["baseline_ms"]
             original.headline = f"time={base:.2f}ms, speedup=1.00x"
             original.benchmark = benchmark_text(
-                "ok", {"time_ms": base, "baseline_ms": base, "speedup": 1.0}, None, repeats
+                self.config.task, "ok", {"time_ms": base, "baseline_ms": base, "speedup": 1.0}, None, repeats
             )[1]
-        headline, block = benchmark_text(exp.status, metrics, exp.error_tail, repeats)
+        headline, block = benchmark_text(self.config.task, exp.status, metrics, exp.error_tail, repeats)
         self.versions.append(CodeVersion(iteration=iteration, code=code, headline=headline, benchmark=block))
         self.failures = 0 if exp.status == "ok" else self.failures + 1
         return None

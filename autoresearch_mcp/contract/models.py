@@ -212,6 +212,33 @@ class ScriptedPlan(BaseModel):
     steps: list[ScriptedStep] = Field(default_factory=list)
 
 
+class StatelessWords(BaseModel):
+    """How the stateless baseline words a task in its one growing message (defaults: generic words
+    built from the task's metric, direction and params; the paper's tasks keep the paper's words)."""
+
+    intro: str | None = Field(default=None, description="the first words, before `Task: ...`")
+    goal: str | None = Field(default=None, description="default: `Goal: maximize|minimize <metric>.`")
+    example: str | None = Field(default=None, description="params: an example reply (JSON)")
+    metric_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="params: the metrics each history line shows, key -> label, in order "
+        "(default: the metric, then every other metric the experiment has)",
+    )
+    best_label: str | None = Field(default=None, description="params: the label of the Best line")
+    rule: str | None = Field(default=None, description="code: what every version must keep")
+    not_run: str = Field(default="Not run yet.", description="code: the original's block before a run")
+    headline: str | None = Field(
+        default=None, description="code: a version's headline, formatted with its metrics"
+    )
+    benchmark: str | None = Field(
+        default=None, description="code: a version's result block, formatted with its metrics (+ runs)"
+    )
+    reply: str = Field(
+        default="Propose the next version. Reply with CODE: and the complete file.",
+        description="code: the closing request",
+    )
+
+
 class AgentProfile(BaseModel):
     """How an agent works on a task: its fixed system prompt, the tools it offers the model, and the
     instruction the research prompt gives for one step."""
@@ -241,6 +268,7 @@ class AgentProfile(BaseModel):
         description="code tasks: the system prompt when the model answers in text (the whole file in a "
         "python block, REVERT v<N> or DONE) rather than with tool calls",
     )
+    stateless: StatelessWords = Field(default_factory=StatelessWords)
 
 
 class TaskInfo(BaseModel):

@@ -168,7 +168,7 @@ async def test_the_stateless_baseline_sends_one_growing_message_through_the_real
     assert [len(body["messages"]) for body in bodies] == [1, 1, 1] and "tools" not in bodies[0]
     prompts = [body["messages"][0]["content"] for body in bodies]
     assert "(none yet)" in prompts[0] and prompts[0].endswith("Propose the next configuration as JSON.")
-    assert "Iter 1: F1=" in prompts[2] and '"x": 0.5' in prompts[2]
+    assert "Iter 1: score=" in prompts[2] and '"x": 0.5' in prompts[2]
     assert len(prompts[2]) > len(prompts[0])
     assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.5, 0.2]
 

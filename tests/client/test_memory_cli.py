@@ -100,7 +100,7 @@ def test_the_stateless_baseline_started_from_a_run_has_its_re_measure_in_its_his
         db, "--budget", "2", "--mode", "stateless", "--from-run", "latest", "--transcript", str(transcript)
     )
     message = load_transcript(transcript)[0]["request"]["messages"][0]["text"]
-    assert "Iter 1: F1=" in message and "Best so far: Iter 1" in message
+    assert "Iter 1: score=" in message and "Best so far: Iter 1 with score=" in message
 
 
 def test_from_run_with_run_id_or_an_unknown_run_is_one_line(tmp_path: Path, toy_env: None):

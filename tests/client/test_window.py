@@ -153,11 +153,13 @@ def test_an_error_line_names_the_exception_not_only_its_introduction():
 
 def test_both_modes_are_told_the_same_error_line_for_a_crashed_version():
     from autoresearch_mcp.client.prompts import benchmark_text
+    from autoresearch_mcp.server.tasks.registry import make_task
 
     tail = (
         "process_records raised an exception:\nTraceback (most recent call last):\n  File x\nKeyError: 'name'"
     )
-    headline, block = benchmark_text("crash", {}, tail, None)
+    task = make_task("codeopt-records", {}).info()
+    headline, block = benchmark_text(task, "crash", {}, tail, None)
     assert headline == "crash" and block == f"CRASH: {error_headline(tail)}"
     assert block.endswith("KeyError: 'name'")
 
@@ -174,3 +176,31 @@ def test_both_modes_are_told_the_same_error_line_for_a_crashed_version():
 )
 def test_a_reply_ends_the_run_when_it_says_DONE_or_opens_with_done_in_any_case(reply: str, done: bool):
     assert says_done(reply) is done
+
+
+def test_the_stateless_baseline_words_a_task_folder_by_its_own_metric_direction_and_params(tmp_path):
+    from autoresearch_mcp.client.prompts import stateless_hpo
+    from autoresearch_mcp.contract.models import Experiment
+    from autoresearch_mcp.server.tasks.registry import make_task
+    from folder_fixture import make_folder
+
+    task = make_task("bowl", {"task_dirs": [str(make_folder(tmp_path))]}).info()
+    experiments = [
+        Experiment(
+            id=i,
+            run_id="r",
+            iteration=i,
+            params={"x": x},
+            artifact_version=1,
+            status="ok",
+            metrics={"loss": loss, "steps": 3.0},
+            metric=loss,
+            started_at="t",
+        )
+        for i, (x, loss) in enumerate([(0.0, 0.5), (0.3, 0.1), (0.9, 0.7)], start=1)
+    ]
+    prompt = stateless_hpo(task, experiments)
+    assert "Goal: minimize loss." in prompt and "maximize" not in prompt
+    assert 'e.g. {"x": 0.0, "y": 0.0}' in prompt and "n_estimators" not in prompt
+    assert "Iter 2: loss=0.1000, steps=3.0000, params=" in prompt
+    assert "Best so far: Iter 2 with loss=0.1000" in prompt  # the lowest, not the highest

@@ -7,7 +7,7 @@ string (small local ones break off at the first quote) answers in text instead: 
 """
 
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
-from autoresearch_mcp.contract.models import AgentProfile
+from autoresearch_mcp.contract.models import AgentProfile, StatelessWords
 
 PROFILE = AgentProfile(
     system_prompt=(
@@ -35,5 +35,14 @@ PROFILE = AgentProfile(
         "(or the whole new train.py in one ```python block). Each new version is benchmarked at once: "
         "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
         "slower, reply REVERT v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
+    ),
+    # The paper's runner's words, line for line (DESIGN.md, "Stateless baseline").
+    stateless=StatelessWords(
+        intro="You are optimizing Python code for speed.",
+        rule="The function must keep its name, signature and exact output.",
+        not_run="Not timed yet: the first benchmark times it as the baseline.",
+        headline="time={time_ms:.2f}ms, speedup={speedup:.2f}x",
+        benchmark="Execution time: {time_ms:.3f} ms{runs}\nBaseline time: {baseline_ms:.3f} ms\nSpeedup: {speedup:.2f}x",
+        reply="Propose the next optimized version. Reply with CODE: and the complete function.",
     ),
 )

@@ -10,7 +10,7 @@ params).
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
-from autoresearch_mcp.contract.models import AgentProfile
+from autoresearch_mcp.contract.models import AgentProfile, StatelessWords
 from autoresearch_mcp.server.tasks.folder.spec import FolderSpec
 
 
@@ -85,5 +85,10 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
             f"edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n(or the whole new file in one ```python "
             "block). Each new version is run at once. If a version crashed or was worse, reply REVERT "
             "v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
+        ),
+        stateless=StatelessWords(
+            intro="You are improving a script.",
+            reply="Propose the next version. Reply with CODE: and the complete "
+            + ("file." if len(editable) == 1 else "text, every file under its header line."),
         ),
     )

@@ -7,7 +7,7 @@ not read.
 
 from pydantic import BaseModel
 
-from autoresearch_mcp.contract.models import AgentProfile
+from autoresearch_mcp.contract.models import AgentProfile, StatelessWords
 
 
 def search_space(params: type[BaseModel]) -> str:
@@ -45,4 +45,12 @@ def profile(params: type[BaseModel]) -> AgentProfile:
             "(one unit of budget)."
         },
         turn="Next?",
+        # The paper's runner's words, line for line.
+        stateless=StatelessWords(
+            intro="You are optimizing hyperparameters.",
+            goal="Goal: maximize macro_f1 on the held-out test split.",
+            example='{"n_estimators": 200, "max_depth": 8}',
+            metric_labels={"macro_f1": "F1", "precision": "precision", "recall": "recall"},
+            best_label="F1",
+        ),
     )
