@@ -27,7 +27,8 @@ from autoresearch_mcp.contract.transcript import budget_share, load_transcript, 
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 PROG = "autoresearch-mcp"
-SCRIPTED_NOTE = "scripted backend: a deterministic test double, no language model was used"
+SCRIPTED_WHAT = "a deterministic test double, no language model was used"
+SCRIPTED_NOTE = f"scripted backend: {SCRIPTED_WHAT}"
 
 
 def short_params(params: dict[str, Any], limit: int = 6) -> str:
@@ -93,7 +94,13 @@ class LiveView:
         elif tool in EXPERIMENT_TOOLS and outcome.data is not None:
             result = ExperimentResult.model_validate(outcome.data)
             exp = result.experiment
-            self.used = max([self.used, exp.iteration, *(again.iteration for again in result.reevaluations)])
+            # From the budget the server reports: an interrupted experiment keeps its number, uncharged.
+            if self.run is not None:
+                self.used = self.run.budget - result.budget_left
+            else:
+                self.used = max(
+                    [self.used, exp.iteration, *(again.iteration for again in result.reevaluations)]
+                )
             if result.best is not None:
                 self.best = (result.best.metric, result.best.iteration)
             metric = "-" if exp.metric is None else f"{exp.metric:.4f}"
