@@ -110,7 +110,9 @@ def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_scor
     assert exp.status == "crash" and "without calling harness.evaluate" in (exp.error_tail or "")
 
 
-def test_missing_data_gives_one_error_naming_the_download_and_the_csv(settings, monkeypatch, tmp_path):
+def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_the_operator(
+    settings, monkeypatch, tmp_path
+):
     import sklearn.datasets
 
     def offline(*args, **kwargs):
@@ -120,26 +122,33 @@ def test_missing_data_gives_one_error_naming_the_download_and_the_csv(settings, 
     service = service_for(settings.model_copy(update={"covtype_path": None}))
     with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
-    message = str(error.value)
+    message, operator = str(error.value), error.value.detail["operator"]
+    assert error.value.kind == "unavailable"
+    assert "no Covertype data" in message and "tell the server's operator" in message
+    assert "--data" not in message and "/" not in message  # no flag a model cannot use, no path
     assert (
-        "fetch_covtype" in message
-        and "--data PATH" in message
-        and "\n" not in message
-        and "AUTORESEARCH_COVTYPE" in message
+        "fetch_covtype" in operator
+        and "--data PATH" in operator
+        and "\n" not in operator
+        and "AUTORESEARCH_COVTYPE" in operator
     )
     assert service.store.list_runs() == []
 
     service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "nope.csv")}))
-    with pytest.raises(ResearchError, match=r"no file at .*nope\.csv"):
+    with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    assert str(tmp_path) not in str(error.value)
+    assert "no file at .../nope.csv" in error.value.detail["operator"]
+    assert str(tmp_path) not in error.value.detail["operator"]
 
 
 def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
     service = service_for(settings.model_copy(update={"covtype_path": str(bad)}))
-    with pytest.raises(ResearchError, match="expected 54 features \\+ Cover_Type"):
+    with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    assert "expected 54 features + Cover_Type" in error.value.detail["operator"]
 
 
 def test_without_a_csv_the_real_loader_downloads_covertype(settings, monkeypatch, covtype_csv: Path):
