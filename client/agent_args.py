@@ -11,6 +11,7 @@ import math
 import os
 from collections.abc import Callable
 
+from autoresearch_mcp.client.llm.base import temperature_problem
 from autoresearch_mcp.contract.env import ENV_TOKEN, add_location_arguments
 from autoresearch_mcp.contract.errors import ResearchError
 
@@ -86,10 +87,21 @@ def temperature_arg(value: str) -> float:
     return number
 
 
+def seeds_arg(value: str) -> list[int]:
+    """`42,123`: distinct whole numbers, each a seed start_run takes."""
+    parts = [part.strip() for part in value.split(",")]
+    if not all(p.isascii() and p.isdigit() and int(p) <= MAX_SEED for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated whole numbers from 0 to {MAX_SEED} (e.g. 42,123,456), not {value!r}"
+        )
+    seeds = [int(p) for p in parts]
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"each seed once: {value!r} repeats one")
+    return seeds
+
+
 def check_agent_args(args: argparse.Namespace) -> None:
     """Refuse flag combinations that would be ignored or fail later, before any run starts."""
-    from autoresearch_mcp.client.llm.base import temperature_problem
-
     if (problem := temperature_problem(args.llm, args.temperature)) is not None:
         raise ResearchError(problem)
     if getattr(args, "run_id", None) and args.from_run:

@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from autoresearch_mcp.client.agent_args import MAX_SEED, add_agent_arguments, check_agent_args
+from autoresearch_mcp.client.agent_args import add_agent_arguments, check_agent_args, seeds_arg
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import connect
 from autoresearch_mcp.client.live import SCRIPTED_NOTE
@@ -59,19 +59,6 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         help="run the two modes of a seed at the same time, each with half the cores for training",
     )
     parser.set_defaults(func=main)
-
-
-def seeds_arg(value: str) -> list[int]:
-    """`42,123`: distinct whole numbers, each a seed start_run takes."""
-    parts = [part.strip() for part in value.split(",")]
-    if not all(p.isascii() and p.isdigit() and int(p) <= MAX_SEED for p in parts):
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated whole numbers from 0 to {MAX_SEED} (e.g. 42,123,456), not {value!r}"
-        )
-    seeds = [int(p) for p in parts]
-    if len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"each seed once: {value!r} repeats one")
-    return seeds
 
 
 def _seconds(stamp: str) -> float:

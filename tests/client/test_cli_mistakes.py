@@ -46,6 +46,10 @@ def stored(db: Path, sql: str) -> list[tuple]:
     conn = sqlite3.connect(db)
     try:
         return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError as exc:  # a server that is creating the file has no tables yet
+        if "no such table" not in str(exc):
+            raise
+        return []
     finally:
         conn.close()
 
@@ -142,16 +146,17 @@ def test_ctrl_c_marks_the_experiment_interrupted_uncharged_and_prints_the_comman
     db = tmp_path / "r.db"
     command = [sys.executable, "-m", "autoresearch_mcp.cli", "run", "--task", "slow-quadratic"]
     command += ["--llm", "scripted", "--budget", "2", "--db", str(db)]
-    agent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not stored(db, "SELECT id FROM experiments WHERE status = 'running'"):
-            assert agent.poll() is None and time.monotonic() < deadline, "experiment #1 never started"
-            time.sleep(0.1)
-        agent.send_signal(signal.SIGINT)  # what Ctrl-C sends (the server is in a session of its own)
-        _, stderr = agent.communicate(timeout=120)
-    finally:
-        agent.kill()
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as agent:
+        try:
+            deadline = time.monotonic() + 120
+            while not stored(db, "SELECT id FROM experiments WHERE status = 'running'"):
+                assert agent.poll() is None and time.monotonic() < deadline, "experiment #1 never started"
+                time.sleep(0.1)
+            agent.send_signal(signal.SIGINT)  # what Ctrl-C sends (the server is in a session of its own)
+            _, stderr = agent.communicate(timeout=120)
+        except BaseException:
+            agent.kill()  # the `with` then reaps it and closes its pipes
+            raise
     [run_id] = [row[0] for row in stored(db, "SELECT id FROM runs")]
     lines = stderr.strip().splitlines()
     assert agent.returncode == 130 and len(lines) == 1 and "Traceback" not in stderr, stderr
