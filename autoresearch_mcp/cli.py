@@ -1,17 +1,21 @@
-"""The `autoresearch-mcp` command: serve, run, look at what is stored, compare, dashboard, report.
+"""The `autoresearch-mcp` command: serve, run, look at what is stored, stop, rename, tag or delete a
+run, compare, dashboard, report.
 
 A user's mistake (a bad flag, an unknown task, a refused call, a missing key) is one line on stderr and
 exit status 2, never a traceback; `--help` on every command shows the defaults and an example.
 """
 
 import argparse
+import difflib
+import re
 import sys
 from typing import NoReturn
 
 from autoresearch_mcp import __version__
-from autoresearch_mcp.client import compare, folder_cmd, inspect_cmd, run_cmd
+from autoresearch_mcp.client import compare, export_cmd, folder_cmd, inspect_cmd, run_cmd, stop_cmd
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server import main as serve
+from autoresearch_mcp.server import manage
 from autoresearch_mcp.server.dashboard import cli as dashboard_cli
 
 PROG = "autoresearch-mcp"
@@ -58,15 +62,49 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+# argparse's words for a value outside `choices` (quoted with ' before Python 3.12's change, both read).
+INVALID_CHOICE = re.compile(r"invalid choice: '?(?P<given>[^'(]*?)'? \(choose from (?P<choices>.*)\)$")
+
+
+def did_you_mean(given: str, known: list[str]) -> str:
+    """` (did you mean X?)` when one known word is close to `given`, else nothing."""
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 class Parser(argparse.ArgumentParser):
-    """A usage error is one line (not the whole usage block) and exit status 2."""
+    """A usage error is one line (not the whole usage block) and exit status 2; a misspelt command,
+    choice or flag gets the closest right one."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> NoReturn:
+        if (match := INVALID_CHOICE.search(message)) is not None:
+            choices = [c.strip(" '") for c in match["choices"].split(",")]
+            message += did_you_mean(match["given"], choices)
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def parse_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """As argparse's, but an unknown flag is checked against the flags of the command it was given
+        to (argparse reports it from the top parser, which knows none of them)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(parsed)
+            known = list(command._option_string_actions) if command is not None else []
+            flags = [word.partition("=")[0] for word in extras if word.startswith("-")]
+            hint = did_you_mean(flags[0], known) if flags else ""
+            (command or self).error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
+
+    def _command_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser | None:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action.choices.get(getattr(parsed, action.dest, None) or "")
+        return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_cmd.configure(sub)
     inspect_cmd.configure(sub)
+    export_cmd.configure(sub)
+    stop_cmd.configure(sub)
+    manage.configure(sub)
     compare.configure(sub)
     folder_cmd.configure(sub)
     dashboard_cli.configure(sub)

@@ -54,16 +54,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from autoresearch_mcp.client.agent_args import add_agent_arguments, check_agent_args, positive_int
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.compare import pack_transcripts
 from autoresearch_mcp.client.connect import ResearchClient, connect
-from autoresearch_mcp.client.run_cmd import (
-    add_agent_arguments,
-    check_agent_args,
-    positive_int,
-    run_session,
-    spawn_args,
-)
+from autoresearch_mcp.client.run_cmd import run_session, spawn_args
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import ExperimentResult, StartedRun
 from autoresearch_mcp.contract.transcript import load_transcript, totals

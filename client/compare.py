@@ -20,17 +20,13 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from autoresearch_mcp.client.agent_args import add_agent_arguments, check_agent_args, seeds_arg
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import connect
+from autoresearch_mcp.client.live import SCRIPTED_NOTE
 from autoresearch_mcp.client.llm.base import LLMError
 from autoresearch_mcp.client.report_figure import write_figure, write_table
-from autoresearch_mcp.client.run_cmd import (
-    SCRIPTED_NOTE,
-    add_agent_arguments,
-    check_agent_args,
-    run_session,
-    spawn_args,
-)
+from autoresearch_mcp.client.run_cmd import run_session, spawn_args
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run
 from autoresearch_mcp.contract.transcript import TokenTotals, load_transcript, totals, totals_by_iteration
@@ -50,7 +46,7 @@ _FIELDS = {  # results.json measure -> TokenTotals field
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = sub.add_parser("compare", help="run stateless and stateful side by side and write results")
     add_agent_arguments(parser)
-    parser.add_argument("--seeds", default="42,123,456", help="comma-separated seeds")
+    parser.add_argument("--seeds", type=seeds_arg, default="42,123,456", help="comma-separated seeds")
     parser.add_argument(
         "--modes",
         default="stateless,stateful",
@@ -314,7 +310,7 @@ def main(args: argparse.Namespace) -> int:
             f"--modes takes stateless, stateful or both (comma-separated), not {args.modes!r}"
         )
     console = Console()
-    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()]
+    seeds: list[int] = args.seeds
     args.out.mkdir(parents=True, exist_ok=True)
     with Progress(
         TextColumn("{task.description}"),
@@ -334,4 +330,11 @@ def main(args: argparse.Namespace) -> int:
     console.print((args.out / "table.md").read_text(), markup=False)  # run names and reasons are text
     if results["llm"].startswith("scripted"):
         console.print(f"[yellow]{SCRIPTED_NOTE}[/]")
+    out = args.out.resolve()
+    runs = f"the runs on {args.server_url}" if args.server_url else f"the runs in {Path(args.db).resolve()}"
+    console.print(
+        f"written to {out}: results.json, table.md, figure.png, transcripts/ (gzipped JSONL); {runs}",
+        markup=False,
+        soft_wrap=True,  # paths stay whole, to be copied
+    )
     return 0

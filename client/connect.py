@@ -51,15 +51,16 @@ def server_env() -> dict[str, str]:
 
 
 def stdio_params(
-    db: Path | None, data: str | None, extra_args: list[str] | None = None
+    db: Path | None, data: str | None, extra_args: list[str] | None = None, log_level: str = "WARNING"
 ) -> StdioServerParameters:
     args = ["-m", "autoresearch_mcp.server"]
     if db is not None:
         args += ["--db", str(Path(db).expanduser().resolve())]
     if data is not None:
         args += ["--data", data_setting(data)]
-    # The spawned server's stderr is the user's terminal: warnings only, unless they asked for more.
-    env = {ENV_LOG_LEVEL: "WARNING", **server_env()}
+    # The spawned server's stderr is the user's terminal: warnings only (errors only for a command that
+    # just reads, which need not hear of the server's start-up chores), unless they set the level.
+    env = {ENV_LOG_LEVEL: log_level, **server_env()}
     return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=env)
 
 
@@ -99,9 +100,9 @@ class ResearchClient:
         """Call a tool that must succeed and read its result as a contract model."""
         outcome = await self.call(tool, arguments)
         if not outcome.ok:
+            refusal = outcome.refusal or Refusal(kind="bad_argument", message=outcome.text)
             raise ResearchError(
-                f"{tool} refused: {condensed(outcome.text)}",
-                kind=outcome.refusal.kind if outcome.refusal else "bad_argument",
+                f"{tool} refused: {condensed(outcome.text)}", kind=refusal.kind, detail=refusal.detail
             )
         return outcome.as_model(model)
 
@@ -169,8 +170,10 @@ async def connect(
     db: Path | None = None,
     data: str | None = None,
     server_args: list[str] | None = None,
+    log_level: str = "WARNING",
 ) -> AsyncIterator[ResearchClient]:
-    """An MCP client session: HTTP when server_url is given, else a spawned stdio server."""
+    """An MCP client session: HTTP when server_url is given, else a spawned stdio server (logging to
+    the user's terminal from `log_level` up)."""
     try:
         if server_url:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -181,7 +184,8 @@ async def connect(
             ):
                 yield ResearchClient(client)
         else:
-            async with Client(stdio_params(db, data, server_args), read_timeout_seconds=3600) as client:
+            params = stdio_params(db, data, server_args, log_level)
+            async with Client(params, read_timeout_seconds=3600) as client:
                 yield ResearchClient(client)
     except* ResearchError as group:  # raised by the caller inside the session: pass it on unwrapped
         raise leaf(group) from None

@@ -1,16 +1,12 @@
-"""Look at what is stored: `runs`, `show`, `tasks`, `export`, `db-path`.
+"""Look at what is stored: `runs`, `show`, `tasks`, `db-path` (and, in export_cmd.py, `export`).
 
 Like `llm logs` or optuna's `studies`/`trials`, these read the server's runs; like the agent, they read
 them through MCP (a spawned stdio server on --db, or a running one at --server-url), never the file.
 """
 
 import argparse
-import csv
-import io
-import json
 import os
 import re
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -20,7 +16,9 @@ from typing import Any, get_args
 
 import anyio
 
+from autoresearch_mcp.client.agent_args import whole_number
 from autoresearch_mcp.client.connect import ResearchClient, connect
+from autoresearch_mcp.client.live import SCRIPTED_WHAT
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment, QueryResult, Run, RunStatus, SummaryText
@@ -48,7 +46,9 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     )
     add_server_arguments(p)
     p.add_argument("--status", choices=get_args(RunStatus), help="only this status")
-    p.add_argument("--limit", type=int, default=20, help="show at most this many runs (0: all)")
+    p.add_argument(
+        "--limit", type=whole_number("expected", 0), default=20, help="show at most this many runs (0: all)"
+    )
     p.set_defaults(func=lambda args: drive(args, list_runs))
 
     p = sub.add_parser(
@@ -58,7 +58,9 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     )
     add_server_arguments(p)
     p.add_argument("run_id", nargs="?", default="latest", help="a run id, or 'latest' (default)")
-    p.add_argument("--last", type=int, default=0, help="only the last N experiments (0: all)")
+    p.add_argument(
+        "--last", type=whole_number("expected", 0), default=0, help="only the last N experiments (0: all)"
+    )
     p.set_defaults(func=lambda args: drive(args, show_run))
 
     p = sub.add_parser(
@@ -66,17 +68,6 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     )
     add_server_arguments(p)
     p.set_defaults(func=lambda args: drive(args, list_tasks))
-
-    p = sub.add_parser(
-        "export",
-        help="write a run's experiments as CSV or JSON",
-        epilog="example:\n  autoresearch-mcp export latest --format csv --out experiments.csv",
-    )
-    add_server_arguments(p)
-    p.add_argument("run_id", nargs="?", default="latest", help="a run id, or 'latest' (default)")
-    p.add_argument("--format", choices=["csv", "json"], default="csv", help="CSV: one row per experiment")
-    p.add_argument("--out", type=Path, help="the file to write (default: standard output)")
-    p.set_defaults(func=lambda args: drive(args, export_run))
 
     p = sub.add_parser(
         "db-path",
@@ -110,22 +101,24 @@ def drive(args: argparse.Namespace, command: Command) -> int:
 @asynccontextmanager
 async def server_for(args: argparse.Namespace) -> AsyncIterator[ResearchClient]:
     """The server to ask. A database that does not exist yet is not created by looking at it: `runs`
-    and `tasks` ask an empty temporary one; `show` and `export` have nothing to show."""
+    and `tasks` ask an empty temporary one; `show`, `export` and `stop` have nothing to act on. A
+    spawned server logs errors only: its start-up chores (a sweep of stale sandboxes) are not what
+    someone looking at their runs asked about."""
     if args.server_url:
         async with connect(server_url=args.server_url, token=args.token) as rc:
             yield rc
         return
     path = db_path(args)
     if path.is_file():
-        async with connect(db=path) as rc:
+        async with connect(db=path, log_level="ERROR") as rc:
             yield rc
         return
-    if args.command in ("show", "export"):
+    if args.command in ("show", "export", "stop"):
         raise ResearchError(
             f"no database at {path}: no run has been stored there; pass --db PATH or set ${ENV_DB}"
         )
     with tempfile.TemporaryDirectory(prefix="autoresearch-") as empty:
-        async with connect(db=Path(empty) / "runs.db") as rc:
+        async with connect(db=Path(empty) / "runs.db", log_level="ERROR") as rc:
             yield rc
 
 
@@ -172,7 +165,9 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
         return 0
     shown = runs[: args.limit] if args.limit > 0 else runs
     chained = any(run.from_run for run in shown)  # the "from" column only where a run started from one
-    rows = [["run", "task", "status", "used", "best", "created", *(["from"] if chained else []), "name"]]
+    tagged = any(run.tags for run in shown)
+    head = ["run", "task", "status", "used", "best", "created", "llm"]
+    rows = [head + (["from"] if chained else []) + (["tags"] if tagged else []) + ["name"]]
     for run in shown:
         best = f"{fmt(run.best.metric)} (#{run.best.iteration})" if run.best else "-"
         rows.append(
@@ -183,13 +178,17 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
                 f"{run.used}/{run.budget}",
                 best,
                 when(run.created_at),
+                run.llm or "-",
                 *([run.from_run or "-"] if chained else []),
+                *([",".join(run.tags) or "-"] if tagged else []),
                 run.name or "",
             ]
         )
     print(columns(rows))
     if len(shown) < len(runs):
         print(f"... {len(runs) - len(shown)} older runs (--limit 0 shows all)")
+    if any(run.scripted for run in shown):
+        print(f"llm scripted: {SCRIPTED_WHAT}")
     return 0
 
 
@@ -226,6 +225,10 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     print(f"run {run.id}  {run.name or ''}".rstrip())
     print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")
     print(f"metric {run.metric_name} ({arrow(run)}) · created {when(run.created_at)}")
+    if run.llm:
+        print(f"proposed by {run.llm}" + (f": {SCRIPTED_WHAT}" if run.scripted else ""))
+    if run.tags:
+        print(f"tags {', '.join(run.tags)}")
     if run.finish_reason:
         print(f"finished {when(run.finished_at)}: {run.finish_reason}")
     if run.from_run:
@@ -258,43 +261,4 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
             ]
         )
     print(columns(rows))
-    return 0
-
-
-def csv_rows(experiments: list[Experiment]) -> tuple[list[str], list[dict[str, Any]]]:
-    params = sorted({k for e in experiments for k in e.params})
-    metrics = sorted({k for e in experiments for k in e.metrics})
-    head = ["run_id", "iteration", "status", "metric", "kept", "duration_s", "artifact_version"]
-    tail = ["note", "error_tail", "started_at", "finished_at"]
-    header = head + [f"params.{k}" for k in params] + [f"metrics.{k}" for k in metrics] + tail
-    rows = []
-    for e in experiments:
-        row: dict[str, Any] = {k: getattr(e, k) for k in head + tail}
-        row.update({f"params.{k}": e.params.get(k) for k in params})
-        row.update({f"metrics.{k}": e.metrics.get(k) for k in metrics})
-        rows.append(row)
-    return header, rows
-
-
-async def export_run(rc: ResearchClient, args: argparse.Namespace) -> int:
-    run = await resolve_run(rc, args.run_id)
-    history = await rc.history(run.id)
-    if args.format == "json":
-        text = json.dumps(
-            {"run": run.model_dump(mode="json"), "experiments": [e.model_dump(mode="json") for e in history]},
-            indent=2,
-        )
-    else:
-        header, rows = csv_rows(history)
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        text = buffer.getvalue()
-    if args.out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-    print(f"{len(history)} experiments of {run.id} written to {args.out}", file=sys.stderr)
     return 0

@@ -27,7 +27,8 @@ from autoresearch_mcp.contract.transcript import budget_share, load_transcript, 
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 PROG = "autoresearch-mcp"
-SCRIPTED_NOTE = "scripted backend: a deterministic test double, no language model was used"
+SCRIPTED_WHAT = "a deterministic test double, no language model was used"
+SCRIPTED_NOTE = f"scripted backend: {SCRIPTED_WHAT}"
 
 
 def short_params(params: dict[str, Any], limit: int = 6) -> str:
@@ -52,6 +53,7 @@ class LiveView:
         self.out = out or sys.stdout
         self.run: Run | None = None
         self.used = 0
+        self.last_iteration = 0  # the run's latest experiment: the next one is numbered after it
         self.best: tuple[float, int] | None = None
         self.calls = 0
         self.context = self.full = 0
@@ -60,8 +62,9 @@ class LiveView:
         self.spinner = Spinner("dots")
 
     # -- events ---------------------------------------------------------------------------------
-    def started(self, run: Run) -> None:
+    def started(self, run: Run, last_iteration: int | None = None) -> None:
         self.run, self.used = run, run.used
+        self.last_iteration = run.used if last_iteration is None else last_iteration
         if run.best is not None:
             self.best = (run.best.metric, run.best.iteration)
         self._now("waiting for the model")
@@ -83,7 +86,7 @@ class LiveView:
         if tool in EXPERIMENT_TOOLS:
             params = arguments.get("params")
             what = f" {short_params(params)}" if isinstance(params, dict) and params else ""
-            self._now(f"experiment #{self.used + 1} training ({tool}{what})")
+            self._now(f"experiment #{self.last_iteration + 1} training ({tool}{what})")
         elif tool not in ("get_experiment_history", "get_run_summary"):
             self._now(f"calling {tool}")
 
@@ -93,7 +96,14 @@ class LiveView:
         elif tool in EXPERIMENT_TOOLS and outcome.data is not None:
             result = ExperimentResult.model_validate(outcome.data)
             exp = result.experiment
-            self.used = max([self.used, exp.iteration, *(again.iteration for again in result.reevaluations)])
+            self.last_iteration = max([exp.iteration, *(again.iteration for again in result.reevaluations)])
+            # From the budget the server reports: an interrupted experiment keeps its number, uncharged.
+            if self.run is not None:
+                self.used = self.run.budget - result.budget_left
+            else:
+                self.used = max(
+                    [self.used, exp.iteration, *(again.iteration for again in result.reevaluations)]
+                )
             if result.best is not None:
                 self.best = (result.best.metric, result.best.iteration)
             metric = "-" if exp.metric is None else f"{exp.metric:.4f}"

@@ -4,6 +4,9 @@
 import argparse
 import logging
 import os
+import sys
+
+from pydantic import ValidationError
 
 from autoresearch_mcp.contract.env import (
     ENV_DASK_SCHEDULER,
@@ -14,10 +17,42 @@ from autoresearch_mcp.contract.env import (
     add_location_arguments,
     data_setting,
 )
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.settings import ServerSettings
+
+# settings field -> the flag that sets it, for a one-line error naming what the user typed.
+FLAGS = {
+    "db_path": "--db",
+    "covtype_path": "--data",
+    "codeopt_records": "--codeopt-records",
+    "codeopt_repeats": "--codeopt-repeats",
+    "hpo_threads": "--hpo-threads",
+    "hpo_wall_s": f"--hpo-wall-s (or ${ENV_HPO_WALL_S})",
+    "workers": "--workers",
+    "dask_scheduler": "--dask-scheduler",
+    "task_dirs": f"--task-dir (or ${ENV_TASK_DIRS})",
+}
+
+
+def port_arg(value: str) -> int:
+    if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 65535):
+        raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, not {value!r}")
+    return int(value)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    """The settings, or one line naming the flag whose value they refuse."""
+    try:
+        return _settings(args)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else ""
+        raise ResearchError(
+            f"{FLAGS.get(field, field)}: {error['msg']}, not {error.get('input')!r}"
+        ) from None
+
+
+def _settings(args: argparse.Namespace) -> ServerSettings:
     values: dict[str, object] = {}
     if getattr(args, "db", None):
         values["db_path"] = args.db
@@ -49,7 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_serve_arguments(parser)
     args = parser.parse_args(argv)
-    return run(args)
+    try:
+        return run(args)
+    except ResearchError as exc:  # a bad setting: one line, as the autoresearch-mcp command says it
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 2
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +100,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="stdio (as a host such as Claude Desktop starts it) or streamable HTTP at /mcp",
     )
     parser.add_argument("--host", default="127.0.0.1", help="http: the address to bind")
-    parser.add_argument("--port", type=int, default=8765, help="http: the port")
+    parser.add_argument("--port", type=port_arg, default=8765, help="http: the port")
     parser.add_argument("--codeopt-records", type=int, help="records per codeopt-records benchmark input")
     parser.add_argument("--codeopt-repeats", type=int, help="timed repeats per codeopt-records benchmark")
     parser.add_argument("--hpo-threads", type=int, help="threads per XGBoost training (default: all cores)")
@@ -100,10 +139,10 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=os.environ.get(ENV_LOG_LEVEL, "INFO"), format="%(levelname)s %(name)s: %(message)s"
     )
+    settings = settings_from_args(args)  # before the heavy imports: a bad flag is answered at once
     from autoresearch_mcp.server.build import build_server
     from autoresearch_mcp.server.research import Research
 
-    settings = settings_from_args(args)
     if args.transport == "http":
         from autoresearch_mcp.server.http import serve_http
 

@@ -32,9 +32,9 @@ MAX_VALUE_BYTES = 5_000_000  # SQLITE_LIMIT_LENGTH: no string or blob bigger tha
 # The views, their columns, and what they mean: the tool description comes from this, and
 # tests/test_docs.py checks docs/query-results.md against it.
 VIEWS: dict[str, str] = {
-    "v_runs": "run_id, name, task, status, budget, used, target, seed, metric_name, direction "
-    "('max'|'min'), best_metric, config (JSON), created_at, updated_at, finished_at, finish_reason, from_run (the run it "
-    "started from; null if none)",
+    "v_runs": "run_id, name, task, status, budget, used (interrupted experiments not counted), target, seed, "
+    "metric_name, direction ('max'|'min'), best_metric, config (JSON), created_at, updated_at, finished_at, "
+    "finish_reason, from_run (the run it started from; null if none), tags (JSON list)",
     "v_experiments": "experiment_id, run_id, task, iteration, status, metric, kept (0/1), params (JSON), "
     "metrics (JSON), artifact_version, note, error_tail, started_at, finished_at, duration_s",
     "v_artifacts": "run_id, version, parent_version, description, sha256, lines, source, created_at",

@@ -94,12 +94,14 @@ class RunService:
         name: str | None,
         reeval_seeds: int = 0,
         from_run: str | None = None,
+        llm: str | None = None,
     ) -> tuple[Run, str]:
         """Start a run. With `from_run` (a run id, or "latest": the newest run of the same task), the new
         run remembers that run: its summary shows the earlier best, notes and failed approaches, and
         the earlier best is measured again here as experiment #1 (one unit of budget): on the earlier
         best's train.py, with its params. Its result is a new measurement, never a copy."""
         check_text(name, "the run name")
+        check_text(llm, "the llm label")
         if target is not None and not math.isfinite(target):
             raise ResearchError(f"target must be a finite number, got {target!r}")
         if not 0 <= reeval_seeds <= MAX_REEVAL_SEEDS:
@@ -114,6 +116,8 @@ class RunService:
         }
         if reeval_seeds:
             config["reeval_seeds"] = reeval_seeds
+        if llm:
+            config["llm"] = llm
         run = self.store.create_run(
             task=task,
             budget=budget,

@@ -56,6 +56,15 @@ class ResearchError(Exception):
         return Refusal(kind=self.kind, message=str(self), detail=self.detail)
 
 
+class UnavailableError(ResearchError):
+    """What this server lacks to do it (a task's data): the message, for whoever called, names no path
+    of the server and no flag of its command line; `detail["operator"]` says what the operator can do
+    about it (paths shortened), for a program that speaks for the operator, such as our CLI."""
+
+    def __init__(self, message: str, operator: str) -> None:
+        super().__init__(message, kind="unavailable", detail={"operator": operator})
+
+
 class RefusedError(ResearchError):
     """A request refused before anything ran (invalid params, an exact repeat, a rejected edit).
 

@@ -50,7 +50,10 @@ class Run(BaseModel):
     task: str
     status: RunStatus
     budget: int
-    used: int = Field(description="experiments recorded so far (each costs one unit of budget)")
+    used: int = Field(
+        description="experiments charged so far: each one recorded costs one unit of budget, except an"
+        " interrupted one (cut short by the server or its operator, it measured nothing)"
+    )
     target: float | None
     seed: int
     metric_name: str
@@ -63,6 +66,16 @@ class Run(BaseModel):
     from_run: str | None = Field(
         default=None, description="the earlier run this one started from (start_run's from_run)"
     )
+    tags: list[str] = Field(default_factory=list, description="labels a person put on the run")
+    llm: str | None = Field(
+        default=None,
+        description="who proposed the experiments, as start_run was told (e.g. 'scripted': the test double)",
+    )
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the run's experiments were proposed by the scripted test double, not a model."""
+        return (self.llm or "").startswith("scripted")
 
 
 class Note(BaseModel):

@@ -23,6 +23,7 @@ from autoresearch_mcp.client.llm.base import (
 )
 
 DEFAULT_MODEL = "claude-haiku-4-5"
+PREFLIGHT_TIMEOUT_S = 10.0
 _EPHEMERAL = {"type": "ephemeral"}
 
 NO_KEY_HELP = (
@@ -147,6 +148,31 @@ class AnthropicLLM:
         c = self._client
         if c.api_key is None and c.auth_token is None and c.credentials is None:
             raise LLMError(NO_KEY_HELP)
+
+    async def preflight(self) -> None:
+        """One cheap request (the first entry of the model list, free) before a run is started: an API
+        that cannot be reached is one clear error now, not a minute of retries and then a stored run
+        with no experiment. Any answer but a refused key counts as there (a proxy may not list models)."""
+        where = self._client.base_url
+        quick = self._client.with_options(timeout=PREFLIGHT_TIMEOUT_S)
+        try:
+            await quick.models.list(limit=1)
+        except anthropic.APIConnectionError as exc:  # APITimeoutError is a subclass
+            raise LLMError(
+                f"cannot reach the Anthropic API at {where} ({type(exc).__name__}: {exc}); check the"
+                " network, or --base-url / ANTHROPIC_BASE_URL, or run offline with --llm scripted"
+            ) from exc
+        except anthropic.AuthenticationError as exc:
+            raise LLMError(
+                f"{self.name}: the API refused the key (HTTP {exc.status_code}: {_reason(exc)}). "
+                "Check ANTHROPIC_API_KEY, or use --llm scripted or --llm openai."
+            ) from exc
+        except anthropic.APIStatusError:
+            return
+        except TypeError as exc:
+            if "authentication" in str(exc):  # the SDK's "Could not resolve authentication method"
+                raise LLMError(NO_KEY_HELP) from exc
+            raise
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         params = build_params(

@@ -1,13 +1,16 @@
 """`autoresearch-mcp dashboard` (serve the live page) and `autoresearch-mcp report` (write one HTML file)."""
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from pathlib import Path
 
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path, transcripts_dir
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.http import is_loopback
+from autoresearch_mcp.server.main import port_arg
 from autoresearch_mcp.server.store import Store
 
 DEFAULT_PORT = 8770
@@ -21,11 +24,26 @@ def open_store(db: Path | None) -> Store:
     return Store(path)
 
 
+def check_port(host: str, port: int) -> None:
+    """Bind the address once before saying where the dashboard is: a port in use is one line, not a
+    printed URL that nothing serves followed by uvicorn's own error."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            probe.bind((host, port))
+    except OSError as exc:
+        reason = (
+            "is in use (another dashboard?)" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc})"
+        )
+        raise ResearchError(f"port {port} on {host} {reason}: pick another with --port N") from None
+
+
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     dash = sub.add_parser("dashboard", help="serve a live dashboard of the runs in the browser")
     dash.add_argument("--db", type=Path, help=f"SQLite file (default: ${ENV_DB} or the user data directory)")
     dash.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    dash.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    dash.add_argument("--port", type=port_arg, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     dash.add_argument(
         "--token",
         default=os.environ.get(ENV_TOKEN),
@@ -54,6 +72,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
     # On loopback, only loopback Host headers: a DNS-rebinding page cannot read the runs.
     hosts = ["127.0.0.1", "localhost", "[::1]", args.host] if loopback else None
     app = dashboard_app(store, args.token or None, allowed_hosts=hosts)
+    check_port(args.host, args.port)
     print(f"dashboard: http://{args.host}:{args.port}/  ({store.path})", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

@@ -2,6 +2,8 @@
 
 import difflib
 import glob
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +32,8 @@ class RunRow(BaseModel):
     budget: int
     created_at: str
     from_run: str | None = Field(default=None, description="the run it started from (start_run's from_run)")
+    scripted: bool = Field(default=False, description="the scripted test double proposed its experiments")
+    tags: list[str] = Field(default_factory=list)
     stamp: str = Field(
         description="changes whenever anything the run's page shows changes: the page polls it"
     )
@@ -118,7 +122,9 @@ def _stamp(store: Store, run: Run, transcripts: Path) -> str:
     latest = store.artifacts.get(run.id).version
     size = sum(p.stat().st_size for p in transcript_paths(transcripts, run.id))
     note_id = last_note[0].id if last_note else 0
-    return f"{run.status}|{run.used}|{finished}|{note_id}|{latest}|{size}"
+    # A rename or a new tag (`autoresearch-mcp rename`, `tag`) changes the page too.
+    labels = hashlib.sha256(json.dumps([run.name, run.tags]).encode()).hexdigest()[:8]
+    return f"{run.status}|{run.used}|{finished}|{note_id}|{latest}|{size}|{labels}"
 
 
 def run_rows(store: Store, transcripts: Path) -> list[RunRow]:
@@ -136,6 +142,8 @@ def run_rows(store: Store, transcripts: Path) -> list[RunRow]:
             budget=run.budget,
             created_at=run.created_at,
             from_run=run.from_run,
+            scripted=run.scripted,
+            tags=run.tags,
             stamp=_stamp(store, run, transcripts),
         )
         for run in store.list_runs()

@@ -34,6 +34,11 @@ from autoresearch_mcp.server.store.db import (
 from autoresearch_mcp.server.store.jobs import JobRecords
 from autoresearch_mcp.server.store.notes import EventRecords, NoteRecords
 
+# What a run's budget is charged with: every experiment but the interrupted ones. One the server or
+# its operator cut short (Ctrl-C, a killed server, a dead job worker) measured nothing the agent asked
+# for, so it costs nothing, and a resumed run still gets every experiment it was promised.
+CHARGED = "SELECT COUNT(*) FROM experiments WHERE run_id = ? AND status != 'interrupted'"
+
 
 def better(value: float, than: float, direction: Literal["max", "min"]) -> bool:
     return value > than if direction == "max" else value < than
@@ -139,7 +144,7 @@ class Store:
     def _run_from_row(self, row: sqlite3.Row) -> Run:
         config = json.loads(row["config_json"])
         conn = self.db.reader()
-        used = conn.execute("SELECT COUNT(*) FROM experiments WHERE run_id = ?", (row["id"],)).fetchone()[0]
+        used = conn.execute(CHARGED, (row["id"],)).fetchone()[0]
         best = self.best_experiment(row["id"], config.get("direction", "max"))
         metric = config.get("metric", "metric")
         return Run(
@@ -169,6 +174,8 @@ class Store:
             finish_reason=row["finish_reason"],
             config=config,
             from_run=row["from_run"],
+            tags=json.loads(row["tags_json"]),
+            llm=config.get("llm"),
         )
 
     # -- experiments -------------------------------------------------------------------------
@@ -192,7 +199,7 @@ class Store:
                     "Start a new run with start_run.",
                     kind="run_finished",
                 )
-            used = conn.execute("SELECT COUNT(*) FROM experiments WHERE run_id = ?", (run_id,)).fetchone()[0]
+            used = conn.execute(CHARGED, (run_id,)).fetchone()[0]
             if used >= run["budget"]:
                 raise ResearchError(
                     f"run {run_id} has used its whole budget ({used}/{run['budget']}). "
@@ -220,7 +227,10 @@ class Store:
                 " 'running', ?, ?, ?, ?, ?)",
                 (
                     run_id,
-                    used + 1,
+                    # After the last iteration, not after the charged count: an interrupted one keeps its number.
+                    conn.execute(
+                        "SELECT COALESCE(MAX(iteration), 0) + 1 FROM experiments WHERE run_id = ?", (run_id,)
+                    ).fetchone()[0],
                     canonical_json(params),
                     key,
                     artifact_version,

@@ -203,6 +203,31 @@ migration(
 )
 
 
+# Tags a person puts on a run (`autoresearch-mcp tag`), and the budget's rule for interrupted
+# experiments: one the server or the operator cut short (Ctrl-C, a killed server, a dead job worker)
+# measured nothing, so it is not charged; v_runs counts `used` the way the store does.
+migration(
+    "007_run_tags_and_uncharged_interruptions",
+    """
+    ALTER TABLE runs ADD COLUMN tags_json TEXT NOT NULL DEFAULT '[]';
+    DROP VIEW v_runs;
+    CREATE VIEW v_runs AS
+    SELECT r.id AS run_id, r.name AS name, r.task AS task, r.status AS status, r.budget AS budget,
+        (SELECT count(e.id) FROM experiments e WHERE e.run_id = r.id AND e.status != 'interrupted') AS used,
+        r.target AS target, r.seed AS seed,
+        json_extract(r.config_json, '$.metric') AS metric_name,
+        json_extract(r.config_json, '$.direction') AS direction,
+        (SELECT CASE json_extract(r.config_json, '$.direction') WHEN 'min' THEN min(e.metric)
+                ELSE max(e.metric) END
+         FROM experiments e WHERE e.run_id = r.id AND e.status = 'ok') AS best_metric,
+        r.config_json AS config, r.created_at AS created_at, r.updated_at AS updated_at,
+        r.finished_at AS finished_at, r.finish_reason AS finish_reason, r.from_run AS from_run,
+        r.tags_json AS tags
+    FROM runs r;
+    """,
+)
+
+
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply the migrations this database has not seen yet; return their names."""
     conn.execute(

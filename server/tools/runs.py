@@ -23,14 +23,24 @@ from autoresearch_mcp.server.tools.common import (
 
 
 def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
-    TaskName = Literal[tuple(task_names(research.settings.task_settings()))]  # type: ignore[valid-type]
     service = research.runs
+    # The schema advertises the known names, but the run logic checks the name: a Literal here made the
+    # SDK answer an unknown task with its own validation dump, without the `unknown_task` refusal.
+    TaskName = Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=100,
+            description="which task to run",
+            json_schema_extra={"enum": task_names(research.settings.task_settings())},
+        ),
+    ]
 
     @mcp.tool(annotations=ADDITIVE)
     @refusals
     async def start_run(
         ctx: Context,
-        task: Annotated[TaskName, Field(description="which task to run")],
+        task: TaskName,
         budget: Annotated[
             int, Field(ge=1, le=10_000, description="experiments the run may record (refusals are free)")
         ] = 15,
@@ -68,6 +78,15 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
                 "shows its best, strategy notes and failed approaches",
             ),
         ] = None,
+        llm: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=100,
+                description="who proposes the experiments, recorded for people reading the run later (e.g."
+                " 'anthropic:claude-haiku-4-5'; 'scripted' marks the deterministic test double)",
+            ),
+        ] = None,
     ) -> StartedRun:
         """Start an autonomous run on a task and return its run_id: pass that run_id to every later call
         (the server may hold other runs at the same time).
@@ -78,7 +97,7 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
 
         def start() -> tuple[Run, str]:
             return service.start_run(
-                task, budget, target, seed, name, reeval_seeds=reeval_seeds, from_run=from_run
+                task, budget, target, seed, name, reeval_seeds=reeval_seeds, from_run=from_run, llm=llm
             )
 
         # With from_run, an experiment runs before this returns: progress keeps the host waiting.

@@ -187,11 +187,26 @@ def anthropic_message(
 
 
 class FakeAnthropicServer(_FakeServer):
-    """POST /v1/messages. Point AsyncAnthropic(base_url=fake.base_url) at it; any api_key works."""
+    """POST /v1/messages and GET /v1/models. Point AsyncAnthropic(base_url=fake.base_url) at it; any
+    api_key works, unless `models_reply` answers the model list otherwise (a refused key)."""
+
+    models_reply: FakeReply | None = None
 
     def route(self, method: str, path: str, body: dict[str, Any] | None) -> FakeReply:
         if method == "POST" and path == "/v1/messages" and body is not None:
             return self.next_reply(body)
+        if method == "GET" and path == "/v1/models":
+            if self.models_reply is not None:
+                return self.models_reply
+            model = {
+                "type": "model",
+                "id": "claude-haiku-4-5",
+                "display_name": "Claude Haiku 4.5",
+                "created_at": "2025-10-01T00:00:00Z",
+            }
+            return FakeReply(
+                body={"data": [model], "has_more": False, "first_id": model["id"], "last_id": model["id"]}
+            )
         return error_reply(404, "not_found_error", f"fake Anthropic API: no route {method} {path}")
 
 

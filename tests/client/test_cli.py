@@ -82,7 +82,7 @@ def test_missing_data_is_one_line_naming_the_file_and_the_setting_that_fixes_it(
         "run", "--llm", "scripted", "--budget", "1", "--data", str(missing), "--db", str(tmp_path / "r.db")
     )
     line = one_line_error(result)
-    assert "Covertype data is unavailable on this server" in line and "'nowhere.csv'" in line
+    assert "Covertype data is unavailable" in line and "'nowhere.csv'" in line
     assert "--data" in line and str(tmp_path) not in line
 
 

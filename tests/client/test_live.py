@@ -100,6 +100,7 @@ def test_the_plain_view_prints_the_re_evaluations_of_a_would_be_best_and_counts_
         }  # type: ignore[index]
     )
     first.data["reevaluations"] = [again.model_dump(mode="json")]  # type: ignore[index]
+    first.data["budget_left"] = 1  # type: ignore[index]  # as the server counts it: #1 and #2 charged
     first.data["message"] = (
         "re-evaluated on 1 more seed(s) (#2): mean score 0.4900 over 2 vs no best yet: kept"  # type: ignore[index]
     )

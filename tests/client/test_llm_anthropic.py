@@ -12,6 +12,7 @@ from autoresearch_mcp.client.llm import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    anthropic_backend,
     make_llm,
 )
 from autoresearch_mcp.client.llm.anthropic_backend import AnthropicLLM, to_api_messages
@@ -241,3 +242,55 @@ def test_without_any_key_the_error_names_the_variable_and_the_alternatives(
         make_llm("anthropic", model=None, base_url="http://127.0.0.1:9", api_key=None)
     message = str(info.value)
     assert "ANTHROPIC_API_KEY" in message and "--llm scripted" in message and "--llm openai" in message
+
+
+@pytest.mark.asyncio
+async def test_the_preflight_asks_for_one_model_and_lets_a_run_start() -> None:
+    with FakeAnthropicServer() as fake:
+        llm = _llm(fake)
+        try:
+            await llm.preflight()
+        finally:
+            await llm.aclose()
+    assert [(r.method, r.path) for r in fake.requests] == [("GET", "/v1/models?limit=1")]
+
+
+@pytest.mark.asyncio
+async def test_the_preflight_takes_an_api_without_a_model_list_as_there() -> None:
+    with FakeAnthropicServer() as fake:  # a proxy that serves only /v1/messages
+        fake.models_reply = error_reply(404, "not_found_error", "no such route")
+        llm = _llm(fake)
+        try:
+            await llm.preflight()
+        finally:
+            await llm.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_preflight_refuses_a_rejected_key_before_any_run() -> None:
+    with FakeAnthropicServer() as fake:
+        fake.models_reply = error_reply(401, "authentication_error", "invalid x-api-key")
+        llm = _llm(fake)
+        try:
+            with pytest.raises(LLMError, match="refused the key") as info:
+                await llm.preflight()
+        finally:
+            await llm.aclose()
+    assert "ANTHROPIC_API_KEY" in str(info.value) and len(fake.requests) == 1
+
+
+@pytest.mark.asyncio
+async def test_the_preflight_gives_up_at_once_on_an_api_it_cannot_reach(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(anthropic_backend, "PREFLIGHT_TIMEOUT_S", 0.2)
+    with FakeAnthropicServer() as fake:
+        fake.models_reply = FakeReply(body={}, delay_s=2.0)  # answers too late: a timeout
+        llm = _llm(fake)
+        try:
+            with pytest.raises(LLMError, match="cannot reach the Anthropic API") as info:
+                await llm.preflight()
+        finally:
+            await llm.aclose()
+    assert "APITimeoutError" in str(info.value) and "--llm scripted" in str(info.value)
+    assert len(fake.requests) == 1  # one try, no retries

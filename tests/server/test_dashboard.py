@@ -325,3 +325,27 @@ def test_a_gzipped_transcript_reads_as_the_plain_one(tmp_path):
     packed = tmp_path / "r-stateful.jsonl.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert load_transcript(packed) == load_transcript(plain) == [{"call": 1}, {"call": 2}]
+
+
+def test_a_scripted_run_is_marked_in_the_list_and_on_its_page_and_a_new_tag_changes_its_stamp(
+    tmp_path: Path,
+):
+    from autoresearch_mcp.server.manage import tag_run
+
+    store = Store(tmp_path / "runs.db")
+    run = store.create_run(
+        task="toy-quadratic",
+        budget=2,
+        target=None,
+        seed=1,
+        name="a name that does not say scripted",
+        config={"metric": "score", "direction": "max", "options": {}, "llm": "scripted"},
+        initial_source="x = 1\n",
+    )
+    client = TestClient(dashboard_app(store, None, transcripts=tmp_path), follow_redirects=False)
+    [row] = client.get("/api/runs").json()["runs"]
+    assert row["scripted"] is True and "scripted double" in client.get("/fragments/runs").text
+    assert "Scripted backend:" in client.get(f"/fragments/runs/{run.id}").text
+    tag_run(store, run.id, ["baseline"], [])
+    [tagged] = client.get("/api/runs").json()["runs"]
+    assert tagged["tags"] == ["baseline"] and tagged["stamp"] != row["stamp"]

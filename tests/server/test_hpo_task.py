@@ -112,7 +112,7 @@ def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_scor
     assert exp.status == "crash" and "without calling harness.evaluate" in (exp.error_tail or "")
 
 
-def test_without_network_the_full_set_is_unavailable_in_one_pathless_line_that_names_the_settings(
+def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_the_operator(
     settings, monkeypatch, tmp_path
 ):
     import sklearn.datasets
@@ -124,17 +124,20 @@ def test_without_network_the_full_set_is_unavailable_in_one_pathless_line_that_n
     service = service_for(settings.model_copy(update={"covtype_path": "full"}))
     with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
-    message = str(error.value)
+    message, operator = str(error.value), error.value.detail["operator"]
     assert error.value.kind == "unavailable"
-    assert "scikit-learn" in message and "--data" in message and "AUTORESEARCH_COVTYPE" in message
-    assert "\n" not in message and "no tool call changes" in message
+    assert "no Covertype data" in message and "tell the server's operator" in message
+    assert "--data" not in message and "/" not in message  # no flag a model cannot use, no path
+    assert "fetch_covtype" in operator and "--data PATH" in operator and "--data full" in operator
+    assert "\n" not in operator and "AUTORESEARCH_COVTYPE" in operator
     assert service.store.list_runs() == []
 
-    missing = tmp_path / "secret-dir" / "nope.csv"
-    service = service_for(settings.model_copy(update={"covtype_path": str(missing)}))
-    with pytest.raises(ResearchError, match=r"no file 'nope\.csv'") as error:
+    service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "dir" / "nope.csv")}))
+    with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
-    assert error.value.kind == "unavailable" and "secret-dir" not in str(error.value)
+    assert str(tmp_path) not in str(error.value)
+    assert "no file 'nope.csv'" in error.value.detail["operator"]
+    assert str(tmp_path) not in error.value.detail["operator"]
 
 
 def test_without_a_data_setting_the_sample_shipped_in_the_package_is_the_data(settings):
@@ -156,8 +159,9 @@ def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Pat
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
     service = service_for(settings.model_copy(update={"covtype_path": str(bad)}))
-    with pytest.raises(ResearchError, match="expected 54 features \\+ Cover_Type"):
+    with pytest.raises(ResearchError) as error:
         service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    assert "expected 54 features + Cover_Type" in error.value.detail["operator"]
 
 
 def test_the_full_setting_loads_covertype_with_the_real_loader(settings, monkeypatch, covtype_csv: Path):

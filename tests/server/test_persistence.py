@@ -72,7 +72,8 @@ async def test_a_killed_server_leaves_the_interrupted_experiment_marked_and_the_
         assert [e["status"] for e in history["experiments"]] == ["ok", "ok", "interrupted"]
         assert history["experiments"][1]["note"] == "closer"
         summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
-        assert "3/5 used" in summary and "x near 0.3 looks best" in summary
+        # the interrupted experiment measured nothing: it keeps its number (#3) and costs no budget
+        assert "2/5 used" in summary and "x near 0.3 looks best" in summary
         resumed = await call(client, "run_experiment", {"params": {"x": 0.3}, "run_id": run_id})
         assert resumed["experiment"]["iteration"] == 4 and resumed["is_new_best"]
     conn = sqlite3.connect(db)

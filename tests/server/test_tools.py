@@ -13,6 +13,7 @@ from mcp import Client
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.store import Store
 
 pytestmark = pytest.mark.asyncio
 
@@ -310,3 +311,57 @@ async def test_with_several_runs_running_a_call_without_run_id_is_refused_with_t
         assert refusal["kind"] == "ambiguous_run" and set(refusal["detail"]["running"]) == {a, b}
         assert a in refusal["message"] and b in refusal["message"] and "pass run_id" in refusal["message"]
     research.close()
+
+
+async def test_start_run_with_an_unknown_task_is_an_unknown_task_refusal_naming_the_tasks(settings):
+    async with connected(settings) as client:
+        schema = next(t for t in (await client.list_tools()).tools if t.name == "start_run").input_schema
+        result = await client.call_tool("start_run", {"task": "nope", "budget": 2})
+        runs = (await call(client, "list_runs"))["runs"]
+    assert {"hpo-covertype", "codeopt-records", "toy-quadratic"} <= set(schema["properties"]["task"]["enum"])
+    refusal = result.meta["autoresearch/refusal"]
+    assert result.is_error and refusal["kind"] == "unknown_task"
+    text = result.content[0].text
+    assert text.startswith("unknown task 'nope'; available tasks: ") and "hpo-covertype" in text
+    assert "pydantic" not in text and "validation error" not in text and runs == []
+
+
+async def test_missing_data_is_unavailable_without_a_path_and_tells_the_model_whom_to_tell(
+    settings, tmp_path: Path
+):
+    missing = tmp_path / "nowhere.csv"
+    async with connected(settings.model_copy(update={"covtype_path": str(missing)})) as client:
+        result = await client.call_tool("start_run", {"task": "hpo-covertype", "budget": 2})
+        runs = (await call(client, "list_runs"))["runs"]
+    refusal = result.meta["autoresearch/refusal"]
+    text = result.content[0].text
+    assert result.is_error and refusal["kind"] == "unavailable" and runs == []
+    assert "no Covertype data" in text and "tell the server's operator" in text
+    assert str(tmp_path) not in text and "nowhere" not in text and "--data" not in text
+    assert "no file at .../nowhere.csv" in refusal["detail"]["operator"]
+    assert str(tmp_path) not in refusal["detail"]["operator"]
+
+
+async def test_start_run_keeps_who_proposes_the_experiments_with_the_run(settings):
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 2, "llm": "scripted"})
+        [run] = (await call(client, "list_runs"))["runs"]
+    assert run["llm"] == "scripted" and run["config"]["llm"] == "scripted" and run["tags"] == []
+
+
+async def test_an_interrupted_experiment_keeps_its_number_and_costs_no_budget(settings):
+    async with connected(settings) as client:
+        run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 2}))["run_id"]
+        store = Store(settings.db_path)  # as a server that died with it in flight would leave it
+        cut = store.reserve_experiment(run_id, {"x": 0.5, "y": 0.0, "sleep": 0.0}, 1, None)
+        store.complete_experiment(
+            cut.id, status="interrupted", metrics={}, metric=None, error_tail="stopped", duration_s=1.0
+        )
+        first = await call(client, "run_experiment", {"params": {"x": 0.5}, "run_id": run_id})
+        second = await call(client, "run_experiment", {"params": {"x": 0.1}, "run_id": run_id})
+        used = await call(
+            client, "query_results", {"sql": f"SELECT used FROM v_runs WHERE run_id = '{run_id}'"}
+        )
+    store.close()
+    assert [first["experiment"]["iteration"], second["experiment"]["iteration"]] == [2, 3]
+    assert first["budget_left"] == 1 and second["run_status"] == "exhausted" and used["rows"] == [[2]]

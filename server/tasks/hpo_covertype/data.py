@@ -44,14 +44,12 @@ class Split:
 
 
 def unavailable(detail: str) -> ResearchError:
-    """The data cannot be read. Addressed to both readers: a model learns that no tool call can fix
-    it, and the person who started the server learns which setting does. No path: a model reads it."""
+    """The data cannot be read: what went wrong and which setting fixes it, for the server's operator
+    (task.py tells a model only that the data is missing here, and whom to tell)."""
     return ResearchError(
-        f"hpo-covertype's Covertype data is unavailable on this server ({detail}). Nothing ran and no "
-        "budget was used. This is the server's configuration, which no tool call changes: whoever "
-        f"started the server sets it with --data (a CSV of 54 feature columns + Cover_Type, or `{FULL_COVTYPE}` "
-        f"to download the real set with scikit-learn) or {ENV_COVTYPE}; without either, the server "
-        "uses the 20,000-row sample it ships with.",
+        f"Covertype data is unavailable ({detail}): give the server --data PATH (a CSV of 54 feature "
+        f"columns + Cover_Type) or --data {FULL_COVTYPE} (the real set through sklearn's fetch_covtype, "
+        f"downloaded once), or set {ENV_COVTYPE}; with neither, it uses the 20,000-row sample it ships",
         kind="unavailable",
     )
 
@@ -75,9 +73,7 @@ def _fetch_full() -> tuple[np.ndarray, np.ndarray, str]:
             warnings.simplefilter("ignore", UserWarning)
             bunch = fetch_covtype()
     except OSError as exc:  # URLError and friends: no network, no cache
-        raise unavailable(
-            f"the download by scikit-learn failed ({type(exc).__name__}); it needs the network once"
-        ) from exc
+        raise unavailable(f"fetch_covtype failed ({type(exc).__name__}): it needs the network once") from exc
     return bunch.data.astype(np.float32), bunch.target.astype(np.int64) - 1, "sklearn.fetch_covtype"
 
 

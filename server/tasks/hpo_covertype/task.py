@@ -4,6 +4,7 @@ Fixed harness: the data split (data.py) and the scoring (macro F1 on the held-ou
 here from the predictions the sandboxed train.py hands in). Mutable artifact: train.py.
 """
 
+import logging
 import os
 import textwrap
 from typing import Annotated, Any
@@ -11,18 +12,20 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, TypeAdapter, ValidationError
 
-from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError, UnavailableError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
 from autoresearch_mcp.server.tasks.hpo_covertype import scripted
 from autoresearch_mcp.server.tasks.hpo_covertype.child import ALLOWED_IMPORTS, MAX_LOG_ITEMS
-from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, prepare_split
+from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, Split, prepare_split
 from autoresearch_mcp.server.tasks.hpo_covertype.profile import profile
 from autoresearch_mcp.server.tasks.registry import register
+from autoresearch_mcp.server.text import scrub_paths
 
 ENTRY = "autoresearch_mcp.server.tasks.hpo_covertype.child:run_training"
+log = logging.getLogger(__name__)
 
 
 class HPOParams(BaseModel):
@@ -100,7 +103,7 @@ class HPOCovertypeTask(Task):
         self.wall_s = int(settings.get("hpo_wall_s") or 600)
 
     def options(self) -> dict[str, Any]:
-        split = prepare_split(self.data_path)  # fails now, clearly, if the data is missing
+        split = self._split(self.data_path)  # fails now, clearly, if the data is missing
         limits = Limits(
             wall_s=self.wall_s,
             cpu_s=self.wall_s * self.threads,
@@ -119,6 +122,19 @@ class HPOCovertypeTask(Task):
             "limits": limits.model_dump(),
         }
 
+    def _split(self, path: str | None) -> Split:
+        """The split, or `unavailable`: the caller (often a model) learns that the data is missing here
+        and whom to tell; what the operator can do, with the path, stays with the operator."""
+        try:
+            return prepare_split(path)
+        except ResearchError as exc:
+            log.info("hpo-covertype: %s", exc)  # the whole story, paths included, in the server's log
+            raise UnavailableError(
+                "the hpo-covertype task cannot run here: this server has no Covertype data. Nothing was"
+                " started and no budget used; tell the server's operator, who can give it the data.",
+                operator=scrub_paths(str(exc)),
+            ) from None
+
     def initial_artifact(self) -> str:
         return TRAIN_PY
 
@@ -126,7 +142,7 @@ class HPOCovertypeTask(Task):
         return check_source(source, GUARD)
 
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
-        split = prepare_split(ctx.options.get("covtype_path") or self.data_path)  # runs before issue 13
+        split = self._split(ctx.options.get("covtype_path") or self.data_path)  # runs before issue 13
         started_with = ctx.options.get("split_sha256")
         if started_with is not None and split.digest != started_with:
             raise ResearchError(
