@@ -76,16 +76,6 @@ def test_a_bad_token_budget_is_one_line_before_anything_starts(tmp_path: Path, c
     assert not (tmp_path / "r.db").exists() and not (tmp_path / "out").exists()
 
 
-def test_missing_data_is_one_line_naming_the_file_and_the_setting_that_fixes_it(tmp_path: Path):
-    missing = tmp_path / "nowhere.csv"
-    result = cli(
-        "run", "--llm", "scripted", "--budget", "1", "--data", str(missing), "--db", str(tmp_path / "r.db")
-    )
-    line = one_line_error(result)
-    assert "Covertype data is unavailable" in line and "'nowhere.csv'" in line
-    assert "--data" in line and str(tmp_path) not in line
-
-
 def test_a_refused_start_run_is_one_line(tmp_path: Path, toy_env: None):
     # A name past start_run's 100 characters passes argparse but not the tool's schema.
     db = str(tmp_path / "r.db")

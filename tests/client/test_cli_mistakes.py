@@ -200,8 +200,8 @@ def test_missing_data_is_one_line_for_the_operator_with_the_flag_and_no_run(tmp_
     db, missing = tmp_path / "r.db", tmp_path / "nowhere.csv"
     result = cli("run", "--llm", "scripted", "--budget", "1", "--data", str(missing), "--db", str(db))
     line = one_line_error(result)
-    assert line.startswith("autoresearch-mcp: start_run refused: Covertype data is not available")
-    assert "no file at .../nowhere.csv" in line and "--data PATH" in line and str(missing) in line
+    assert line.startswith("autoresearch-mcp: start_run refused: Covertype data is unavailable")
+    assert "no file 'nowhere.csv'" in line and "--data PATH" in line and str(missing) in line
     assert stored(db, "SELECT id FROM runs") == []
 
 

@@ -338,7 +338,7 @@ async def test_missing_data_is_unavailable_without_a_path_and_tells_the_model_wh
     assert result.is_error and refusal["kind"] == "unavailable" and runs == []
     assert "no Covertype data" in text and "tell the server's operator" in text
     assert str(tmp_path) not in text and "nowhere" not in text and "--data" not in text
-    assert "no file at .../nowhere.csv" in refusal["detail"]["operator"]
+    assert "no file 'nowhere.csv'" in refusal["detail"]["operator"]
     assert str(tmp_path) not in refusal["detail"]["operator"]
 
 
