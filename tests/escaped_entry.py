@@ -1,7 +1,10 @@
-"""A test-only harness entry: codeopt-records' own, except that the candidate's imports are the real ones
-(`import os, sys, gc` work), as if it had escaped every Python-level confinement. What it can still not
-do (forge the report, move the timer, carry work from one call to the next) is what the process split
-guarantees."""
+"""Test-only harness entries: the real tasks' own harnesses with the Python layers off, as if a candidate
+had escaped every one of them ("assume escape"). The candidate's imports are the real modules (`import os,
+sys, gc` work), its builtins the real ones (eval, open, getattr), and the server's guard is skipped
+(escaped_task.py). What still holds is what the OS and the way we measure hold: the cgroup, seccomp,
+namespaces, Landlock, the process split and the paired timing.
+
+Kept free of the server's imports: the sandbox child imports this module before every run."""
 
 import builtins
 from typing import Any
@@ -10,12 +13,10 @@ from autoresearch_mcp.server.tasks.codeopt_records import child
 
 
 def run_escaped(payload: dict[str, Any]) -> dict[str, Any]:
-    original = child.candidate_globals
+    """codeopt-records' harness; each candidate namespace gets the real builtins and real imports."""
 
     def escaped() -> dict[str, Any]:
-        namespace = original()
-        namespace["__builtins__"] = {**namespace["__builtins__"], "__import__": builtins.__import__}
-        return namespace
+        return {"__builtins__": builtins.__dict__, "__name__": "candidate"}
 
     child.candidate_globals = escaped
     return child.run_benchmark(payload)
