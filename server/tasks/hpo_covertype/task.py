@@ -73,7 +73,8 @@ TRAIN_PY = textwrap.dedent(
 GUARD = GuardPolicy(
     allowed_imports=ALLOWED_IMPORTS | {"harness"},
     # numpy arrays lead to ctypes (`array.ctypes._ctypes`); nothing a training script needs does.
-    extra_forbidden_names=frozenset({"ctypes", "ctypeslib"}),
+    # DataFrame.query evaluates text, as pandas.eval and DataFrame.eval (`eval` is refused everywhere).
+    extra_forbidden_names=frozenset({"ctypes", "ctypeslib", "query"}),
     private_attributes=False,
     required_functions={"main": ("params",)},
     required_calls=("harness.evaluate", "harness.log"),
