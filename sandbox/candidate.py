@@ -8,7 +8,9 @@ harness opens the files it writes (cgroup.procs to join, cgroup.kill) once, befo
 - the fork joins the leaf before it loads anything, so it and everything it starts count against the
   tree's memory limit and CPU time; then the seccomp filter refuses it new processes unless the task
   declared that it starts them (seccomp.py);
-- after the fork ended, the leaf is emptied again, and its CPU time read.
+- as each message of the fork arrives, the leaf's CPU time is read: from the ready stamp to the result
+  is the call's CPU time, everything it started included (and its exit not);
+- after the fork ended, the leaf is emptied again.
 Without a cgroup the fork still gets the filter where the kernel has seccomp, and its CPU time comes
 from its own resource usage (what it started and did not wait for is not counted).
 """
@@ -80,12 +82,17 @@ def configure(spec: dict[str, Any]) -> None:
     Setup.deny_processes = bool(spec.get("deny_processes", Setup.deny_processes))
 
 
-def before_fork() -> int | None:
-    """In the harness: empty the leaf; its CPU counter now (None without a cgroup)."""
-    if Setup.group is None:
+def before_fork() -> None:
+    """In the harness: empty the leaf, so that nothing an earlier candidate started runs on."""
+    if Setup.group is not None:
+        Setup.group.empty()
+
+
+def cpu_now() -> float | None:
+    """The leaf's CPU time so far, in seconds (None without a cgroup, or without CPU accounting)."""
+    if Setup.group is None or (ns := Setup.group.cpu_ns()) is None:
         return None
-    Setup.group.empty()
-    return Setup.group.cpu_ns()
+    return ns / 1e9
 
 
 def enter() -> None:
@@ -97,10 +104,7 @@ def enter() -> None:
         deny_new_processes()
 
 
-def after_fork(start: int | None) -> float | None:
-    """In the harness, after the fork was reaped: empty the leaf; the CPU seconds it used since `start`."""
-    if Setup.group is None or start is None:
-        return None
-    Setup.group.empty()
-    end = Setup.group.cpu_ns()
-    return None if end is None else (end - start) / 1e9
+def after_fork() -> None:
+    """In the harness, after the fork was reaped: empty the leaf again."""
+    if Setup.group is not None:
+        Setup.group.empty()

@@ -89,19 +89,25 @@ class Isolated:
     status: int | None = None
     problem: str | None = None
     own_cpu_s: float | None = None  # the fork's own CPU time (rusage), what it started not included
-    group_cpu_s: float | None = None  # the candidate cgroup's: the fork and everything it started
+    group_cpu_start: float | None = None  # the candidate cgroup's, emptied, just before the fork
+    group_cpu_at: list[float] = field(default_factory=list)  # the candidate cgroup's, at each arrival
 
     @property
     def cpu_s(self) -> float | None:
-        """CPU seconds spent from the ready stamp on: the candidate cgroup's where there is one, else
-        the fork's own; less what the fork spent before it was ready (trusted set-up, such as making
-        the input). None when the fork sent no ready stamp."""
+        """CPU seconds from the ready stamp to the last message: the candidate cgroup's (the fork and
+        all it started) as the harness read it when that message arrived, less the cgroup's before the
+        fork and the fork's own until its ready stamp (trusted set-up: making the input). Without a
+        cgroup, the fork's own from its ready stamp to its end, exit included. None without a ready
+        stamp."""
         ready = self.messages[0].message if self.messages else None
         before = ready.get("ready_cpu") if isinstance(ready, dict) else None
-        total = self.group_cpu_s if self.group_cpu_s is not None else self.own_cpu_s
-        if not isinstance(before, float) or total is None:
+        if not isinstance(before, float):
             return None
-        return max(total - before, 0.0)
+        if self.group_cpu_start is not None and len(self.group_cpu_at) >= 2:
+            return max(self.group_cpu_at[-1] - self.group_cpu_start - before, 0.0)
+        if self.group_cpu_start is None and self.own_cpu_s is not None:
+            return max(self.own_cpu_s - before, 0.0)
+        return None
 
     def mirror(self, what: str) -> NoReturn:
         """End the harness the way the fork ended (so the runner reports the same signal or exit code),
@@ -143,19 +149,20 @@ def run_isolated(
             harness_end.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     sys.stdout.flush()
     sys.stderr.flush()
-    cpu_before = candidate.before_fork()  # what an earlier candidate left running dies here
+    candidate.before_fork()  # what an earlier candidate left running dies here
+    cpu_start = candidate.cpu_now()
     forked_at = clock()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (runs in the fork; its outcome is what the tests check)
         harness_end.close()
         _run_fork(work, fork_end, writable)
     fork_end.close()
-    result = Isolated(forked_at=forked_at)
+    result = Isolated(forked_at=forked_at, group_cpu_start=cpu_start)
     try:
         _collect(pid, harness_end, result, max_messages, max_bytes)
     finally:
         harness_end.close()
-        result.group_cpu_s = candidate.after_fork(cpu_before)  # and so does what this one left
+        candidate.after_fork()  # and so does what this one left
     return result
 
 
@@ -254,6 +261,9 @@ def _parse(buffer: bytearray, result: Isolated, now: float, sent: float | None, 
             result.messages.append(Received(now, json.loads(data), sent))
         except (ValueError, RecursionError) as exc:
             result.problem = f"sent a message that is not readable JSON ({type(exc).__name__})"
+        else:
+            if (cpu := candidate.cpu_now()) is not None:
+                result.group_cpu_at.append(cpu)
 
 
 def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Path | None) -> NoReturn:
