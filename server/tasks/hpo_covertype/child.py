@@ -129,7 +129,10 @@ def run_training(payload: dict[str, Any]) -> dict[str, Any]:
     ready = first.get("ready") if isinstance(first, dict) else None
     if not isinstance(ready, float) or not isinstance(result, dict):
         done.mirror("train.py's process broke the harness's protocol")
-    return {**check_report(result, data), "train_seconds": round(window(*done.messages), 4)}
+    report = {**check_report(result, data), "train_seconds": round(window(*done.messages), 4)}
+    if done.cpu_s is not None:  # the CPU time of the training's processes and threads, beside it
+        report["train_cpu_seconds"] = round(done.cpu_s, 4)
+    return report
 
 
 def check_report(result: dict[str, Any], data: Data) -> dict[str, Any]:

@@ -173,6 +173,8 @@ class HPOCovertypeTask(Task):
             "accuracy": round(float(accuracy_score(split.y_test, predictions)), 6),
             "train_seconds": report.train_seconds,
         }
+        if report.train_cpu_seconds is not None:
+            metrics["train_cpu_seconds"] = report.train_cpu_seconds
         metrics.update({f"log_{k}": float(v) for k, v in report.log.items() if not isinstance(v, str)})
         return Outcome(status="ok", metrics=metrics, metric=metrics["macro_f1"])
 
@@ -186,12 +188,14 @@ class TrainingReport(BaseModel):
         Annotated[str, Field(max_length=40)], int | FiniteFloat | Annotated[str, Field(max_length=200)]
     ] = Field(max_length=MAX_LOG_ITEMS)
     train_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    train_cpu_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
 
 
 class TrainingFailure(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     error: str = Field(max_length=2000)
     train_seconds: float
+    train_cpu_seconds: float | None = None
 
 
 REPORT = TypeAdapter(TrainingReport | TrainingFailure)
