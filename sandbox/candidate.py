@@ -2,7 +2,8 @@
 
 The runner makes one cgroup per evaluation (cgroups.py) and names its `candidate` leaf in the spec. The
 harness opens the files it writes (cgroup.procs to join, cgroup.kill) once, before it confines itself
-(Landlock refuses writes there later), and keeps the descriptors; the files it reads stay readable. Then, for every fork that loads candidate code (isolate.py):
+(Landlock refuses writes there later), and keeps the descriptors; the files it reads stay readable.
+Then, for every fork that loads candidate code (isolate.py):
 - before the fork, the leaf is emptied: whatever an earlier candidate left running (a CPU burner
   started to slow the next measurement) is killed before anything is measured again;
 - the fork joins the leaf before it loads anything, so it and everything it starts count against the

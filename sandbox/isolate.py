@@ -6,11 +6,12 @@ evaluation's candidate cgroup, closes every descriptor but a fresh socket to the
 domain nested in the harness's (so it cannot signal or trace the harness, and writes only where it is
 told), gets its own IPC namespace, drops every capability and, unless the task declared them, loses the
 right to start processes (candidate.py, seccomp.py). Before each fork and after it the candidate cgroup is
-emptied, so nothing a candidate started outlives its call into the next measurement. What it sends back is a message on that socket, which the harness reads with a size cap; each
-message carries two stamps the fork cannot forge: the kernel's record of when its last packet was sent
-(SO_TIMESTAMPNS), and the harness's own clock on arrival. The report is written by the harness alone,
-from what it measured and checked. An in-process candidate can forge anything in its own process; here
-there is nothing left in it worth forging.
+emptied, so nothing a candidate started outlives its call into the next measurement. What it sends back is
+a message on that socket, which the harness reads with a size cap; each message carries two stamps the
+fork cannot forge: the kernel's record of when its last packet was sent (SO_TIMESTAMPNS), and the
+harness's own clock on arrival. The report is written by the harness alone, from what it measured and
+checked. An in-process candidate can forge anything in its own process; here there is nothing left in it
+worth forging.
 """
 
 import contextlib

@@ -218,6 +218,16 @@ def test_without_a_cgroup_a_run_says_so_and_still_runs(monkeypatch: pytest.Monke
     assert any("no cgroup (forced off for this test)" in line for line in result.isolation)
 
 
+def test_without_seccomp_a_run_says_so_and_new_processes_are_not_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(seccomp, "seccomp_available", lambda: False)
+    source = "import os\ndef attack():\n    if os.fork() == 0:\n        os._exit(0)\n    return 'forked'\n"
+    result = attack(source)
+    assert returned(result) == "forked"
+    assert "new processes NOT refused (no seccomp here)" in result.isolation
+
+
 def test_the_server_says_once_at_start_what_it_cannot_enforce(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
