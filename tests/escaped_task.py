@@ -5,13 +5,16 @@ proxies (escaped_entry.py), to show what the OS layers and the measurement hold 
 - `codeopt-escaped-forking`: the same, declaring that its candidates start processes (no seccomp
   filter), so that the cgroup alone must hold their memory, their number and the measurement.
 
-Registered on import, in the test process only; never part of the package."""
+Registered only inside `registered()`, in the test process; never part of the package (the tools'
+descriptions list the registered tasks, so they must not outlive the tests that use them)."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from autoresearch_mcp.sandbox.runner import Limits
 from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
-from autoresearch_mcp.server.tasks.registry import register
+from autoresearch_mcp.server.tasks.registry import register, unregister
 
 ESCAPED_ENTRY = "escaped_entry:run_escaped"
 
@@ -34,5 +37,13 @@ class EscapedForkingCodeOpt(EscapedCodeOpt):
         return {**options, "limits": limits.model_dump()}
 
 
-register(EscapedCodeOpt.name, EscapedCodeOpt)
-register(EscapedForkingCodeOpt.name, EscapedForkingCodeOpt)
+@contextmanager
+def registered() -> Iterator[None]:
+    tasks = (EscapedCodeOpt, EscapedForkingCodeOpt)
+    for task in tasks:
+        register(task.name, task)
+    try:
+        yield
+    finally:
+        for task in tasks:
+            unregister(task.name)

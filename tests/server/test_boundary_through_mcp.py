@@ -4,7 +4,7 @@
 2. after an escape, six forks of 400 MB each (each under the per-process limit): now no fork starts,
    and where the task declares processes the run's cgroup holds them to one at a time;
 3. after an escape, the unchanged reference plus processes that load the CPU while the best is timed:
-   kept over a real 1.7x best on main; now those processes are gone before anything else is timed;
+   kept over a real 2x best on main; now those processes are gone before anything else is timed;
 4. no escape: two other runs' CPU-loop candidates spin while run A's first benchmark runs; on main that
    timed A's baseline, once, and A's unchanged code then scored about 1.35x on a quiet machine.
 
@@ -13,11 +13,12 @@ there is the OS layers and the measurement alone."""
 
 import asyncio
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import escaped_task  # noqa: F401  (registers codeopt-escaped and codeopt-escaped-forking)
 import pytest
+from escaped_task import registered
 from mcp import Client
 
 from autoresearch_mcp.server.build import build_server
@@ -28,6 +29,13 @@ from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOUR
 from autoresearch_mcp.server.tasks.hpo_covertype.task import TRAIN_PY
 
 pytestmark = pytest.mark.asyncio
+
+
+@pytest.fixture
+def escaped_tasks() -> Iterator[None]:
+    """codeopt-escaped and codeopt-escaped-forking, for this test only (tool descriptions list tasks)."""
+    with registered():
+        yield
 
 
 @pytest.fixture
@@ -133,7 +141,7 @@ SIX_FORKS_OF_400_MB = with_body(
 
 @pytest.mark.parametrize(("task", "held"), [("codeopt-escaped", 0), ("codeopt-escaped-forking", 1)])
 async def test_2_after_an_escape_six_forks_of_400_mb_hold_at_most_one_at_a_time(
-    small: ServerSettings, task: str, held: int
+    small: ServerSettings, escaped_tasks: None, task: str, held: int
 ):
     async with Client(build_server(Research(small))) as client:
         run_id = (await call(client, "start_run", {"task": task, "budget": 3}))["run_id"]
@@ -198,12 +206,12 @@ BURNERS = with_body(
 
 @pytest.mark.parametrize("task", ["codeopt-escaped", "codeopt-escaped-forking"])
 async def test_3_after_an_escape_loading_the_cpu_while_the_best_is_timed_does_not_make_a_new_best(
-    small: ServerSettings, task: str
+    small: ServerSettings, escaped_tasks: None, task: str
 ):
     async with Client(build_server(Research(small))) as client:
         run_id = (await call(client, "start_run", {"task": task, "budget": 4}))["run_id"]
         await call(client, "run_benchmark", {"run_id": run_id})  # the reference, the first best
-        best = await benchmark(client, run_id, rewrites.source_after(2), "in place, top three by heapq")
+        best = await benchmark(client, run_id, rewrites.source_after(3), "a real rewrite, about 2x")
         assert best["status"] == "ok" and best["kept"], best
         attack = await benchmark(client, run_id, BURNERS, "the reference, and CPU burners")
     assert attack["status"] == "ok", attack["error_tail"]
@@ -256,11 +264,11 @@ async def test_4_other_runs_load_while_a_run_starts_does_not_inflate_its_later_s
             await asyncio.sleep(0.05)
         loaded = (await call(client, "run_benchmark", {"run_id": a}))["experiment"]
         await asyncio.gather(*spinning)
-        assert busy_descendants() == 0  # quiet now
         comment = REFERENCE_SOURCE.replace(
             "def process_records(records):\n", "def process_records(records):\n    # same code\n"
         )
         quiet = await benchmark(client, a, comment, "a comment, nothing else")
     assert loaded["status"] == quiet["status"] == "ok"
-    # On main the baseline was timed once, under the load, and the unchanged code then scored ~1.35x.
-    assert 0.85 < quiet["metrics"]["speedup"] < 1.18, quiet["metrics"]
+    # On main the baseline was timed once, under the load, and the unchanged code then scored 2.0-3.7x
+    # here (1.35x in the issue). Whether its interval contains 1 is a 99% claim: benchmarks/noise_load.py.
+    assert 0.8 < quiet["metrics"]["speedup"] < 1.25, quiet["metrics"]
