@@ -153,7 +153,7 @@ def overhead(n: int, repeats: int, rounds: int) -> list[str]:
         "",
         f"Starting and ending one empty sandboxed run: {statistics.median(starts):.0f} ms (median of 10).",
         f"A whole run_benchmark of the reference (CodeOptTask.execute: sandboxed harness + the server's "
-        f"check of all {repeats + 1} outputs): first of a run, which also times the baseline, "
+        f"check of all {repeats + 1} outputs, the reference timed beside it): first of a run, "
         f"{first_call:.0f} ms; later ones {statistics.median(calls):.0f} ms (median of {len(calls)}).",
         f"Sandbox isolation here: {'; '.join(first_isolation())}.",
     ]

@@ -10,8 +10,9 @@ and calls `confine_reads` itself once it has read what it needs, before it loads
 
 The entry is trusted harness code and runs no candidate code itself: it forks for that (isolate.py, which
 nests one more Landlock layer with `confine_fork`). Its return value goes back on a pipe the runner
-opened, whose write end only this frame holds; where the server's cgroup allows, the process first joins
-the run's pids cgroup, so every process and thread of the run counts against its cap.
+opened, whose write end only this frame holds. Where the server could make one, the process first joins
+the run's cgroup (cgroups.py), so every process and thread of the run counts against its caps; the
+harness opens the candidate leaf of that cgroup before it confines itself (candidate.py).
 """
 
 import contextlib
@@ -27,6 +28,8 @@ import threading
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+
+from autoresearch_mcp.sandbox import candidate
 
 # Landlock syscalls (Linux >= 5.13) have the same numbers on every architecture.
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -186,6 +189,7 @@ def main() -> int:
     result_fd = int(spec["result_fd"])
     os.set_inheritable(result_fd, False)
     _network[0] = bool(spec["limits"].get("network", False))
+    candidate.configure(spec)  # opens the candidate cgroup's files: Landlock refuses them from here on
     confine_writes(Path.cwd(), network=_network[0])
     module_name, func_name = spec["entry"].split(":")
     import_root = spec.get("import_root")
@@ -205,10 +209,12 @@ def main() -> int:
     return 0
 
 
-def _join_cgroup(procs_file: str) -> None:
-    """Enter the run's pids cgroup before anything else runs, so every process of the run counts."""
-    with open(procs_file, "w") as procs:
-        procs.write("0")
+def _join_cgroup(procs_files: list[str]) -> None:
+    """Enter the run's cgroup (one directory per hierarchy) before anything else runs, so every
+    process of the run counts."""
+    for path in procs_files:
+        with open(path, "w") as procs:
+            procs.write("0")
 
 
 def _wait_as_init(pid: int) -> int:
@@ -248,7 +254,7 @@ def _die_with_the_server(fd: int) -> None:
 
 if __name__ == "__main__":
     if (cgroup := os.environ.pop("AUTORESEARCH_SANDBOX_CGROUP", None)) is not None:
-        _join_cgroup(cgroup)
+        _join_cgroup(json.loads(cgroup))
     if (watch_fd := os.environ.get("AUTORESEARCH_SANDBOX_WATCH_FD")) is not None:
         del os.environ["AUTORESEARCH_SANDBOX_WATCH_FD"]
         _die_with_the_server(int(watch_fd))

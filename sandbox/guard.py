@@ -5,10 +5,20 @@ OS limits what the process can touch); it refuses what a benchmark candidate has
 imports outside an allowlist, dynamic code, file and introspection builtins, dunder attributes (the
 classic `().__class__.__subclasses__()` escape), frame and traceback internals, and private module
 attributes. Messages name the line and say what is allowed instead, since an LLM reads them and retries.
+
+Reading an attribute is one rule (`_attribute_problem`) whatever the syntax that names it: `obj.name`, a
+class pattern's keyword (`case C(name=x)`), a keyword argument (which libraries set as an attribute), a
+field of a format string (`"{0.name}"`), and text that names one (`attrgetter("a.b")`, a string
+annotation, a dict key handed to `type()`): strings may not hold a dunder or frame attribute name, and
+`.format` is called only on a literal whose fields are checked. Positional class patterns are refused:
+they read the attributes a class's `__match_args__` names, which no source shows. Functions that turn
+text into attribute reads or code are refused by name (TEXT_TO_CODE); the proxies leave them out and the
+fork disarms what library code calls (proxies.py), since text can be built at run time.
 """
 
 import ast
 import re
+import string
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,11 +41,18 @@ FRAME_ATTRIBUTES = frozenset(
         "tb_next",
     }
 )
+# Callables and methods that read attributes named by text, or evaluate text with the real builtins.
+TEXT_TO_CODE = frozenset(
+    {"attrgetter", "methodcaller", "get_type_hints", "ForwardRef", "_evaluate", "_eval_type"}
+    | {"evaluate_forward_ref", "get_annotations", "format_map"}
+)
 # Dunders that only name the class being defined, never reach outside it.
 ALLOWED_DUNDER_ATTRIBUTES = frozenset({"__init__"})
 ALLOWED_DUNDER_NAMES = frozenset({"__slots__"})
 MAX_PROBLEMS = 12
 _DUNDER = re.compile(r"^__\w+__$")
+# A dunder or frame attribute anywhere in a string, as a word of its own.
+_NAMED_IN_TEXT = re.compile(r"__\w+__|\b(?:" + "|".join(sorted(FRAME_ATTRIBUTES)) + r")\b")
 
 
 class GuardPolicy(BaseModel):
@@ -80,7 +97,7 @@ def check_source(source: str, policy: GuardPolicy) -> list[str]:
 class _Checker(ast.NodeVisitor):
     def __init__(self, policy: GuardPolicy) -> None:
         self.policy = policy
-        self.forbidden = FORBIDDEN_NAMES | policy.extra_forbidden_names
+        self.forbidden = FORBIDDEN_NAMES | TEXT_TO_CODE | policy.extra_forbidden_names
         self.allowed = ", ".join(sorted(policy.allowed_imports)) or "none"
         self.modules: set[str] = set()  # names bound to imported modules
         self.problems: list[str] = []
@@ -131,26 +148,61 @@ class _Checker(ast.NodeVisitor):
         if not allowed:
             self._check_bound_name(node, node.id, "the name")
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        attr = node.attr
+    def _attribute_problem(self, attr: str, on_module: str | None = None) -> str | None:
+        """Why reading `attr` is refused, however the source names it; None when it is allowed."""
         if _DUNDER.match(attr) and attr not in ALLOWED_DUNDER_ATTRIBUTES:
-            self._add(
-                node, f"the attribute {attr!r} is not allowed: dunder attributes reach interpreter internals"
-            )
-        elif attr in self.forbidden or attr in FRAME_ATTRIBUTES:
-            self._add(node, f"the attribute {attr!r} is not allowed")
-        elif attr.startswith("_") and isinstance(node.value, ast.Name) and node.value.id in self.modules:
-            self._add(node, f"the private module attribute {node.value.id}.{attr} is not allowed")
-        elif attr.startswith("_") and not self.policy.private_attributes:
-            self._add(node, f"the private attribute {attr!r} is not allowed in this task")
+            return f"the attribute {attr!r} is not allowed: dunder attributes reach interpreter internals"
+        if attr in self.forbidden or attr in FRAME_ATTRIBUTES:
+            return f"the attribute {attr!r} is not allowed"
+        if attr.startswith("_") and on_module is not None:
+            return f"the private module attribute {on_module}.{attr} is not allowed"
+        if attr.startswith("_") and not self.policy.private_attributes:
+            return f"the private attribute {attr!r} is not allowed in this task"
+        return None
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        base = node.value
+        module = base.id if isinstance(base, ast.Name) and base.id in self.modules else None
+        if problem := self._attribute_problem(node.attr, module):
+            self._add(node, problem)
+        elif node.attr == "format" and not (isinstance(base, ast.Constant) and isinstance(base.value, str)):
+            # A format string's fields read attributes by name: only a literal's can be checked.
+            self._add(node, "call .format only on a string literal (or use an f-string)")
+        elif node.attr == "format":
+            for field in _format_fields(base.value):
+                for attr in field:
+                    if problem := self._attribute_problem(attr):
+                        self._add(node, f"in a format field: {problem}")
         self.generic_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
-        # `case object(__class__=c)` reads an attribute without an Attribute node.
+        # `case C(name=x)` reads C's attribute `name`, with no Attribute node to see; `case C(x)` reads
+        # the attributes C.__match_args__ names, which the source may not show at all.
         for attr in node.kwd_attrs:
-            if _DUNDER.match(attr) or attr in FRAME_ATTRIBUTES:
-                self._add(node, f"matching on the attribute {attr!r} is not allowed")
+            if problem := self._attribute_problem(attr):
+                self._add(node, f"in a class pattern: {problem}")
+        if node.patterns:
+            self._add(node, "positional class patterns are not allowed; match keywords: `C(name=x)`")
         self.generic_visit(node)
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        # Libraries set keyword arguments as attributes (`set_params(**kw)`, `type(name, bases, dict(...))`).
+        if node.arg is not None and _DUNDER.match(node.arg):
+            self._add(node, f"the keyword argument {node.arg!r} is not allowed: dunder names reach internals")
+        self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant):  # a docstring or a bare string: never read as a name
+            return
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # Text that names an attribute: attrgetter paths, format fields, string annotations, dict keys
+        # handed to type(). Built at run time it passes; the proxies and the fork close those routes.
+        if isinstance(node.value, str) and (found := _NAMED_IN_TEXT.search(node.value)):
+            self._add(
+                node, f"a string naming {found.group()!r} is not allowed: it reads interpreter internals"
+            )
 
     def _visit_bindings(self, node: ast.AST, names: list[str]) -> None:
         for name in names:
@@ -174,6 +226,22 @@ class _Checker(ast.NodeVisitor):
 
     def visit_arg(self, node: ast.arg) -> None:
         self._visit_bindings(node, [node.arg])
+
+
+def _format_fields(text: str) -> list[list[str]]:
+    """The attribute names each replacement field of a format string reads (`{0.a.b}` -> ["a", "b"]),
+    nested format specs included; a malformed string gives one field that no rule allows."""
+    fields: list[list[str]] = []
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return [["__malformed__"]]
+    for _, field, spec, _ in parsed:
+        if field:
+            fields.append(re.findall(r"\.([^.\[]*)", field))
+        if spec and "{" in spec:
+            fields += _format_fields(spec)
+    return fields
 
 
 def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:

@@ -1,14 +1,17 @@
 """Run candidate code in a forked process that holds nothing the harness trusts.
 
 The sandboxed harness is the trusted side: it holds the channel the report goes back through, its own
-clock and its judgement. To run candidate code it forks. Before loading anything, the fork closes every
-descriptor but a fresh socket to the harness, enters a Landlock domain nested in the harness's (so it cannot
-signal or trace the harness, and writes only where it is told), gets its own IPC namespace and drops every
-capability. What it sends back is a message on that socket, which the harness reads with a size cap; each
-message carries two stamps the fork cannot forge: the kernel's record of when its last packet was sent
-(SO_TIMESTAMPNS), and the harness's own clock on arrival. The report is written by the harness alone,
-from what it measured and checked. An in-process candidate can forge anything in its own process; here
-there is nothing left in it worth forging.
+clock and its judgement. To run candidate code it forks. Before loading anything, the fork joins the
+evaluation's candidate cgroup, closes every descriptor but a fresh socket to the harness, enters a Landlock
+domain nested in the harness's (so it cannot signal or trace the harness, and writes only where it is
+told), gets its own IPC namespace, drops every capability and, unless the task declared them, loses the
+right to start processes (candidate.py, seccomp.py). Before each fork and after it the candidate cgroup is
+emptied, so nothing a candidate started outlives its call into the next measurement. What it sends back is
+a message on that socket, which the harness reads with a size cap; each message carries two stamps the
+fork cannot forge: the kernel's record of when its last packet was sent (SO_TIMESTAMPNS), and the
+harness's own clock on arrival. The report is written by the harness alone, from what it measured and
+checked. An in-process candidate can forge anything in its own process; here there is nothing left in it
+worth forging.
 """
 
 import contextlib
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from autoresearch_mcp.sandbox import candidate
 from autoresearch_mcp.sandbox.child import confine_fork
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -52,8 +56,9 @@ class Channel:
 
     def ready(self) -> None:
         """The start stamp of a measured window: only trusted code, before any candidate code exists,
-        may send it (both clocks: see window())."""
-        self.send({"ready": clock(), "ready_wall": time.time()})
+        may send it (both clocks: see window(); and the fork's CPU time so far, which is not the
+        candidate's: see Isolated.cpu_s)."""
+        self.send({"ready": clock(), "ready_wall": time.time(), "ready_cpu": time.process_time()})
 
 
 @dataclass
@@ -84,6 +89,26 @@ class Isolated:
     messages: list[Received] = field(default_factory=list)
     status: int | None = None
     problem: str | None = None
+    own_cpu_s: float | None = None  # the fork's own CPU time (rusage), what it started not included
+    group_cpu_start: float | None = None  # the candidate cgroup's, emptied, just before the fork
+    group_cpu_at: list[float] = field(default_factory=list)  # the candidate cgroup's, at each arrival
+
+    @property
+    def cpu_s(self) -> float | None:
+        """CPU seconds from the ready stamp to the last message: the candidate cgroup's (the fork and
+        all it started) as the harness read it when that message arrived, less the cgroup's before the
+        fork and the fork's own until its ready stamp (trusted set-up: making the input). Without a
+        cgroup, the fork's own from its ready stamp to its end, exit included. None without a ready
+        stamp."""
+        ready = self.messages[0].message if self.messages else None
+        before = ready.get("ready_cpu") if isinstance(ready, dict) else None
+        if not isinstance(before, float):
+            return None
+        if self.group_cpu_start is not None and len(self.group_cpu_at) >= 2:
+            return max(self.group_cpu_at[-1] - self.group_cpu_start - before, 0.0)
+        if self.group_cpu_start is None and self.own_cpu_s is not None:
+            return max(self.own_cpu_s - before, 0.0)
+        return None
 
     def mirror(self, what: str) -> NoReturn:
         """End the harness the way the fork ended (so the runner reports the same signal or exit code),
@@ -125,17 +150,20 @@ def run_isolated(
             harness_end.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
     sys.stdout.flush()
     sys.stderr.flush()
+    candidate.before_fork()  # what an earlier candidate left running dies here
+    cpu_start = candidate.cpu_now()
     forked_at = clock()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (runs in the fork; its outcome is what the tests check)
         harness_end.close()
         _run_fork(work, fork_end, writable)
     fork_end.close()
-    result = Isolated(forked_at=forked_at)
+    result = Isolated(forked_at=forked_at, group_cpu_start=cpu_start)
     try:
         _collect(pid, harness_end, result, max_messages, max_bytes)
     finally:
         harness_end.close()
+        candidate.after_fork()  # and so does what this one left
     return result
 
 
@@ -166,7 +194,8 @@ def _collect(pid: int, sock: socket.socket, result: Isolated, max_messages: int,
     if result.status is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        _, result.status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
+        _ended(result, status, usage)
 
 
 def _await_exit(pid: int, pidfd: int | None, result: Isolated, grace_s: float) -> None:
@@ -189,10 +218,15 @@ def _pidfd(pid: int) -> int | None:
 
 
 def _exited(pid: int, result: Isolated) -> bool:
-    done, status = os.waitpid(pid, os.WNOHANG)
+    done, status, usage = os.wait4(pid, os.WNOHANG)
     if done:
-        result.status = status
+        _ended(result, status, usage)
     return bool(done)
+
+
+def _ended(result: Isolated, status: int, usage: resource.struct_rusage) -> None:
+    result.status = status
+    result.own_cpu_s = usage.ru_utime + usage.ru_stime
 
 
 def _receive(sock: socket.socket, buffer: bytearray, result: Isolated, max_bytes: int) -> bool:
@@ -228,11 +262,15 @@ def _parse(buffer: bytearray, result: Isolated, now: float, sent: float | None, 
             result.messages.append(Received(now, json.loads(data), sent))
         except (ValueError, RecursionError) as exc:
             result.problem = f"sent a message that is not readable JSON ({type(exc).__name__})"
+        else:
+            if (cpu := candidate.cpu_now()) is not None:
+                result.group_cpu_at.append(cpu)
 
 
 def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Path | None) -> NoReturn:
     code = 0
     try:
+        candidate.enter()  # the candidate cgroup, and no new processes: before anything else runs
         fd = sock.fileno()
         os.closerange(3, fd)
         os.closerange(fd + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])

@@ -10,11 +10,18 @@ harness holds the real modules), and a proxy's `__name__` is no key of `sys.modu
 Dunder attributes (`().__class__.__subclasses__()`, `f.__globals__`) are closed by the AST guard and the
 restricted builtins, not here; `tests/sandbox/test_proxies.py` walks every non-dunder attribute chain from
 a candidate's namespace and finds no module but these proxies.
+
+Some library functions read attributes by a name given as text, or evaluate text with the real builtins
+(a string annotation resolved by `typing.get_type_hints`, which `functools.singledispatch` calls too):
+text can be built at run time, past anything the guard can see. Proxies leave them out (WITHHELD), and
+`disarm_evaluators`, called in a candidate's fork before its code loads, makes the evaluators the
+library itself calls refuse (in that fork only: the harness is another process).
 """
 
 import builtins
 import contextlib
 import importlib
+import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -26,6 +33,13 @@ HIDDEN_BUILTINS = frozenset(
     {"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "getattr", "setattr"}
     | {"delattr", "input", "breakpoint", "exit", "quit", "help", "memoryview", "__loader__", "__spec__"}
 )
+
+# Public callables that turn text into attribute reads or code; a proxy never holds them.
+WITHHELD = {
+    "operator": frozenset({"attrgetter", "methodcaller"}),
+    "typing": frozenset({"get_type_hints", "ForwardRef"}),
+    "pandas": frozenset({"eval"}),
+}
 
 Importer = Callable[..., types.ModuleType]
 
@@ -61,8 +75,9 @@ def make_importer(
         real = importlib.import_module(name)
         made = types.ModuleType(PROXY_PREFIX + name, getattr(real, "__doc__", None))
         cache[name] = made  # before filling it: packages and submodules refer to each other
+        withheld = WITHHELD.get(name, frozenset())
         for attr, value in list(vars(real).items()):  # not dir(): no lazy __getattr__ imports
-            if attr.startswith("_"):
+            if attr.startswith("_") or attr in withheld:
                 continue
             if isinstance(value, types.ModuleType):
                 sub = f"{name}.{attr}"
@@ -107,3 +122,42 @@ def safe_builtins(importer: Importer) -> dict[str, Any]:
 def candidate_namespace(importer: Importer, name: str = "candidate") -> dict[str, Any]:
     """A fresh module namespace for candidate code."""
     return {"__builtins__": safe_builtins(importer), "__name__": name}
+
+
+class EvaluationRefused(TypeError):
+    """A string annotation or expression was to be evaluated in a candidate's process."""
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    raise EvaluationRefused(
+        "evaluating text (string annotations, expressions) is not allowed in this sandbox"
+    )
+
+
+def disarm_evaluators() -> None:
+    """In a fork that is about to load candidate code: every evaluator of text that library code
+    reaches (typing's, inspect's with eval_str, pandas' expressions) refuses. Typing's evaluate with
+    the real builtins when the object's globals are not at hand, whatever the candidate's namespace
+    holds. Not undone: the fork ends with the call."""
+    import typing
+
+    for name in ("get_type_hints", "_eval_type", "evaluate_forward_ref"):
+        if hasattr(typing, name):
+            setattr(typing, name, _refuse)
+    for name in ("_evaluate", "evaluate"):
+        if hasattr(typing.ForwardRef, name):
+            setattr(typing.ForwardRef, name, _refuse)
+    inspect = sys.modules.get("inspect")
+    if inspect is not None:
+        get_annotations = inspect.get_annotations
+
+        def annotations_unevaluated(
+            obj: Any, *, globals: Any = None, locals: Any = None, eval_str: bool = False
+        ) -> Any:
+            return _refuse() if eval_str else get_annotations(obj, globals=globals, locals=locals)
+
+        inspect.get_annotations = annotations_unevaluated
+    pandas = sys.modules.get("pandas")
+    if pandas is not None:
+        pandas.eval = _refuse
+        pandas.DataFrame.eval = pandas.DataFrame.query = _refuse

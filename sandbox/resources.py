@@ -1,12 +1,9 @@
-"""Per-run resources beyond rlimits: a disk quota for the working directory, a process cap, and the
-sweep that removes what a killed server left behind.
+"""Per-run resources beyond rlimits and the run's cgroup (cgroups.py): a disk quota for the working
+directory, and the sweep that removes what a killed server left behind.
 
 - Disk: RLIMIT_FSIZE caps each file; the total is polled (every POLL_S) from outside the sandbox, and the
   run is killed once its working directory holds more than its quota of bytes or files, then checked
   once more at the end. Between two polls a run can overshoot by what it writes in POLL_S.
-- Processes: a pids cgroup where this process may create one (cgroup v1 pids hierarchy, or a cgroup v2
-  directory that already delegates the pids controller); otherwise RLIMIT_NPROC, but only where it binds
-  (a non-root child in a user namespace of its own; the kernel never applies it to root). Threads count.
 - Sweep: sandbox directories and cgroups carry their owner's PID in their names; at start-up, those of
   processes that no longer exist are removed.
 """
@@ -14,17 +11,15 @@ sweep that removes what a killed server left behind.
 import contextlib
 import os
 import shutil
-import signal
 import stat
 import tempfile
 import threading
-import uuid
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import Path
 
+from autoresearch_mcp.sandbox.cgroups import sweep_stale_cgroups
+
 DIR_PREFIX = "autoresearch-sandbox-"
-CGROUP_PREFIX = "autoresearch-"
 POLL_S = 0.2
 
 
@@ -84,79 +79,6 @@ def usage(root: Path, max_files: int) -> tuple[int, int]:
     return total, count
 
 
-# -- processes -------------------------------------------------------------------------------------
-@lru_cache(maxsize=1)
-def pids_root() -> Path | None:
-    """A pids-controller cgroup directory this process may create children in, or None."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    candidates = []
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(","):
-            candidates.append(Path("/sys/fs/cgroup/pids") / path.lstrip("/"))
-        elif controllers == "":  # cgroup v2: usable only where the pids controller is delegated
-            for mount in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified")):
-                candidate = mount / path.lstrip("/")
-                with contextlib.suppress(OSError):
-                    if "pids" in (candidate / "cgroup.subtree_control").read_text().split():
-                        candidates.append(candidate)
-    for candidate in candidates:
-        if (candidate / "cgroup.procs").exists() and os.access(candidate, os.W_OK):
-            probe = candidate / f"{CGROUP_PREFIX}probe-{uuid.uuid4().hex[:8]}"
-            try:
-                probe.mkdir()
-            except OSError:
-                continue
-            probe.rmdir()
-            return candidate
-    return None
-
-
-class PidsCgroup:
-    """A pids cgroup for one run: at most `limit` tasks (processes and threads)."""
-
-    def __init__(self, root: Path, limit: int) -> None:
-        self.path = root / f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.path.mkdir()
-        (self.path / "pids.max").write_text(str(limit))
-        self.procs = self.path / "cgroup.procs"
-
-    def kill_all(self) -> None:
-        kill_cgroup(self.path)
-
-    def remove(self) -> None:
-        remove_cgroup(self.path)
-
-
-def kill_cgroup(path: Path) -> None:
-    for _ in range(50):  # a process may fork while we kill: repeat until the group is empty
-        try:
-            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
-        except OSError:
-            return
-        if not pids:
-            return
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        threading.Event().wait(0.01)
-
-
-def remove_cgroup(path: Path) -> None:
-    kill_cgroup(path)
-    for _ in range(100):  # rmdir fails while the killed processes are still being reaped
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            threading.Event().wait(0.02)
-
-
 # -- the sweep -------------------------------------------------------------------------------------
 def pid_alive(pid: int) -> bool:
     """Whether a process with this PID exists on this host (one we may not signal counts as alive)."""
@@ -189,12 +111,4 @@ def sweep_stale_sandboxes() -> int:
             ):
                 shutil.rmtree(entry, ignore_errors=True)
                 removed += not entry.exists()
-    root = pids_root()
-    if root is not None:
-        with contextlib.suppress(OSError):
-            for entry in root.iterdir():
-                stale = entry.is_dir() and not _owner_alive(entry.name, CGROUP_PREFIX)
-                if entry.name.startswith(CGROUP_PREFIX) and stale:
-                    remove_cgroup(entry)
-                    removed += not entry.exists()
-    return removed
+    return removed + sweep_stale_cgroups(_owner_alive)

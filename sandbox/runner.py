@@ -22,25 +22,25 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch_mcp.sandbox.child import landlock_abi
+from autoresearch_mcp.sandbox import cgroups, seccomp
+from autoresearch_mcp.sandbox.cgroups import EvaluationCgroup
+from autoresearch_mcp.sandbox.isolation import nproc_binds, plan, process_cap_available
 from autoresearch_mcp.sandbox.namespaces import (
-    AS_USER,
-    PID_FLAGS,
     network_namespace_available,
     pid_namespace_available,
     user_flags,
 )
-from autoresearch_mcp.sandbox.resources import (
-    DIR_PREFIX,
-    DiskWatch,
-    PidsCgroup,
-    pids_root,
-    sweep_stale_sandboxes,
-)
+from autoresearch_mcp.sandbox.resources import DIR_PREFIX, DiskWatch, sweep_stale_sandboxes
 from autoresearch_mcp.sandbox.results import MAX_RESULT_BYTES, BadResult, crash_reason, parse_result
 from autoresearch_mcp.sandbox.streams import HeadReader, TailReader, Waiter
 
-__all__ = ["DIR_PREFIX", "network_namespace_available", "pid_namespace_available", "sweep_stale_sandboxes"]
+__all__ = [
+    "DIR_PREFIX",
+    "network_namespace_available",
+    "pid_namespace_available",
+    "process_cap_available",
+    "sweep_stale_sandboxes",
+]
 
 # Variables the child may keep. Everything else (API keys, tokens, AUTORESEARCH_* configuration) is
 # dropped. The OPENBLAS ones work around processors where old OpenBLAS builds crash.
@@ -57,7 +57,12 @@ class Limits(BaseModel):
 
     wall_s: float = Field(default=60.0, gt=0, description="wall-clock limit; the process group is killed")
     cpu_s: float = Field(default=60.0, gt=0, description="CPU seconds (RLIMIT_CPU)")
-    memory_mb: int = Field(default=512, ge=64, description="address space (RLIMIT_AS)")
+    memory_mb: int = Field(
+        default=512,
+        ge=64,
+        description="address space per process (RLIMIT_AS), and the memory of all candidate processes "
+        "together where there is a cgroup",
+    )
     output_bytes: int = Field(default=64_000, ge=1024, description="captured stdout+stderr kept (the tail)")
     file_mb: int = Field(default=64, ge=1, description="largest file the child may write (RLIMIT_FSIZE)")
     disk_mb: int = Field(default=256, ge=1, description="all it may keep in its working directory at once")
@@ -65,6 +70,11 @@ class Limits(BaseModel):
     processes: int = Field(default=64, ge=4, description="processes and threads at once, where capped")
     threads: int = Field(default=1, ge=1, description="OMP/BLAS threads the child may use")
     network: bool = Field(default=False, description="allow network access (off: a fresh network namespace)")
+    new_processes: bool = Field(
+        default=False,
+        description="the task declares that its candidate code starts processes (fork, exec); "
+        "otherwise a seccomp filter refuses them (threads stay allowed)",
+    )
 
 
 class SandboxResult(BaseModel):
@@ -76,6 +86,12 @@ class SandboxResult(BaseModel):
     output_truncated: bool
     wall_s: float
     cpu_s: float
+    candidate_cpu_s: float | None = Field(
+        default=None, description="CPU time of the candidate's cgroup: its processes and all they started"
+    )
+    memory_peak_mb: float | None = Field(
+        default=None, description="the most memory the candidate's processes held together (cgroup)"
+    )
     isolation: list[str] = Field(description="what was enforced for this run")
 
 
@@ -117,17 +133,6 @@ def _import_root(module: str) -> str | None:
     return None if module.startswith("autoresearch_mcp.") else str(root)
 
 
-def process_cap_available() -> bool:
-    """Whether a run's process count can be capped here (a pids cgroup, or RLIMIT_NPROC that binds)."""
-    return pids_root() is not None or _nproc_binds()
-
-
-def _nproc_binds() -> bool:
-    # The kernel never applies RLIMIT_NPROC to root; a mapped root in a user namespace of its own is
-    # counted there, apart from the user's other processes.
-    return os.geteuid() != 0 and user_flags() == AS_USER
-
-
 def run_sandboxed(entry: str, payload: dict[str, Any], limits: Limits) -> SandboxResult:
     """Run `entry` ("package.module:function", declared by a registered task) on `payload` in a
     limited child.
@@ -141,9 +146,11 @@ def run_sandboxed(entry: str, payload: dict[str, Any], limits: Limits) -> Sandbo
             f"sandbox entry point {entry!r} is not declared by a registered task (Task.sandbox_entries)"
         )
     root = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
-    cgroup_root = pids_root()
-    cgroup = PidsCgroup(cgroup_root, limits.processes) if cgroup_root is not None else None
+    support = cgroups.cgroup_support()
+    cgroup = None
     try:
+        if support.version is not None:
+            cgroup = EvaluationCgroup(support, limits.memory_mb * 1024 * 1024, limits.processes)
         return _run_in(root, entry, payload, limits, cgroup)
     finally:
         if cgroup is not None:
@@ -151,56 +158,13 @@ def run_sandboxed(entry: str, payload: dict[str, Any], limits: Limits) -> Sandbo
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _isolation(limits: Limits, cgroup: PidsCgroup | None) -> tuple[list[str], list[str]]:
-    """The unshare flags for this run, and the list of what is enforced."""
-    isolation = [
-        f"rlimit: address space {limits.memory_mb} MB, cpu {limits.cpu_s:g} s, files {limits.file_mb} MB",
-        f"wall clock {limits.wall_s:g} s",
-        f"disk quota {limits.disk_mb} MB and {limits.max_files} files in the working directory",
-        "scrubbed environment",
-        "temporary working directory",
-    ]
-    if cgroup is not None:
-        isolation.append(f"processes and threads: at most {limits.processes} (pids cgroup)")
-    elif _nproc_binds():
-        isolation.append(f"processes and threads: at most {limits.processes} (RLIMIT_NPROC)")
-    else:
-        isolation.append("process count NOT capped (no pids cgroup; RLIMIT_NPROC does not bind root)")
-    prefix: list[str] = []
-    if not limits.network and network_namespace_available():
-        prefix += ["--net"]
-        isolation.append("no network (empty network namespace)")
-    elif not limits.network:
-        isolation.append("network NOT isolated (no permission to create a network namespace)")
-    if pid_namespace_available():
-        # Every process the child starts dies with it (the namespace's init is the child), and its own
-        # /proc hides every other process, with their environments.
-        prefix += PID_FLAGS
-        isolation.append("own PID namespace and /proc (stray processes die with it)")
-    else:
-        isolation.append("no PID namespace: a process that leaves its process group can outlive the run")
-    abi = landlock_abi()
-    if abi:
-        isolation.append(
-            f"Landlock ABI {abi}: writes only in the working directory, reads only Python, system "
-            "libraries and the files the task names"
-            + (", no TCP" if abi >= 4 and not limits.network else "")
-            + (", no signals to other processes" if abi >= 6 else "")
-            + "; candidate code runs in a fork nested one Landlock domain deeper, holding no descriptor "
-            "of the harness"
-        )
-    else:
-        isolation.append("filesystem NOT confined (no Landlock): the child can read what this user can")
-    return prefix, isolation
-
-
 def _run_in(
-    root: Path, entry: str, payload: dict[str, Any], limits: Limits, cgroup: PidsCgroup | None
+    root: Path, entry: str, payload: dict[str, Any], limits: Limits, cgroup: EvaluationCgroup | None
 ) -> SandboxResult:
     work = root / "work"
     work.mkdir()
     spec_path = root / "spec.json"
-    prefix, isolation = _isolation(limits, cgroup)
+    prefix, isolation = plan(limits, cgroup)
     cmd = [sys.executable, "-I", "-m", "autoresearch_mcp.sandbox.child", str(spec_path)]
     unshare = shutil.which("unshare")
     if prefix and unshare:
@@ -218,12 +182,14 @@ def _run_in(
         "payload": payload,
         "result_fd": result_w,
         "limits": limits.model_dump(),
-        "nproc_rlimit": cgroup is None and _nproc_binds(),
+        "nproc_rlimit": cgroup is None and nproc_binds(),
+        "candidate_cgroup": None if cgroup is None else cgroup.candidate_spec(),
+        "deny_processes": not limits.new_processes and seccomp.seccomp_available(),
     }
     spec_path.write_text(json.dumps(spec))
     env = {**_child_env(limits, work), "AUTORESEARCH_SANDBOX_WATCH_FD": str(watch_r)}
     if cgroup is not None:
-        env["AUTORESEARCH_SANDBOX_CGROUP"] = str(cgroup.procs)
+        env["AUTORESEARCH_SANDBOX_CGROUP"] = json.dumps(cgroup.harness_procs())
     try:
         proc = subprocess.Popen(
             cmd,
@@ -262,6 +228,8 @@ def _run_in(
     if proc.stdout is not None:
         proc.stdout.close()
     wall = time.monotonic() - started
+    cpu = None if cgroup is None else cgroup.candidate_cpu_s()
+    peak = None if cgroup is None else cgroup.memory_peak_bytes()
     tail = reader.tail()
     truncated = reader.total > limits.output_bytes
     code = waiter.returncode
@@ -278,6 +246,11 @@ def _run_in(
             status, reason = "crash", str(exc)
     else:
         status, reason = "crash", crash_reason(code, tail, limits)
+        if cgroup is not None and (kills := cgroup.oom_kills()):
+            reason = (
+                f"the candidate's processes went over their {limits.memory_mb} MB together and the "
+                f"kernel killed {kills} of them ({reason})"
+            )
     if truncated:
         tail = f"[output truncated: {reader.total} bytes, last {limits.output_bytes} kept]\n" + tail
     return SandboxResult(
@@ -289,11 +262,13 @@ def _run_in(
         output_truncated=truncated,
         wall_s=round(wall, 4),
         cpu_s=round(max(waiter.cpu_s, 0.0), 4),
+        candidate_cpu_s=None if cpu is None else round(cpu, 4),
+        memory_peak_mb=None if peak is None else round(peak / 2**20, 1),
         isolation=isolation,
     )
 
 
-def _kill(proc: subprocess.Popen[bytes], cgroup: PidsCgroup | None) -> None:
+def _kill(proc: subprocess.Popen[bytes], cgroup: EvaluationCgroup | None) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     if cgroup is not None:  # also what left the process group (setsid) where there is no PID namespace

@@ -28,6 +28,7 @@ from autoresearch_mcp.contract.models import (
     Run,
     RunStatus,
 )
+from autoresearch_mcp.sandbox.isolation import weaker_guarantees
 from autoresearch_mcp.sandbox.resources import sweep_stale_sandboxes
 from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.reeval import MAX_REEVAL_SEEDS, reevaluate
@@ -75,7 +76,10 @@ class RunService:
         return self._tasks[name]
 
     def recover(self) -> int:
-        """On start-up: experiments a dead server left running are marked interrupted."""
+        """On start-up: experiments a dead server left running are marked interrupted; and what the
+        sandbox cannot enforce on this machine is said, once, with what holds instead."""
+        if missing := weaker_guarantees():
+            log.warning("the sandbox gives weaker guarantees here: %s", "; ".join(missing))
         count = self.store.mark_orphans_interrupted()
         if count:
             log.warning("marked %d experiment(s) interrupted: the server stopped while they ran", count)

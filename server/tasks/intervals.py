@@ -4,21 +4,27 @@ Why these and not a bootstrap: both are exact at their level whatever the noise'
 deterministic (the same timings give the same verdict every time), and need nothing but sorting and a
 binomial sum. A bootstrap of the median from 20 timings is coarse (the median of a resample takes few
 distinct values), random, and covers less than it claims.
-- `ratio_interval`, for the speedup (a ratio of medians, baseline / candidate): each median gets its
-  order-statistic interval (the binomial one, at sqrt(level), so that both hold at once with `level`) and
-  the ratio's interval is their quotient. It needs no model of how the two distributions differ (under
-  load a candidate's times grow a heavier tail, not just a shift) and contains the metric by
-  construction; the price is a conservative, wider interval.
-- `paired_ratio_interval`, for the keep decision: pairs timed side by side differ, on the log scale, by
-  the factor between the versions plus noise that is symmetric when the order within pairs alternates;
-  the Hodges-Lehmann estimate with the Wilcoxon signed-rank interval is then exact, and far narrower.
+- `paired_ratio_interval`, for the speedup (reference / candidate) and the keep decision (best /
+  candidate): pairs timed side by side differ, on the log scale, by the factor between the versions plus
+  noise that is symmetric when the order within pairs alternates; the Hodges-Lehmann estimate with the
+  Wilcoxon signed-rank interval is then exact whatever the noise, and narrow.
+- `ratio_interval` (a ratio of medians of independent samples), only for a keep decision from stored
+  timings, when the best could not be timed beside the candidate: each median gets its order-statistic
+  interval (the binomial one, at sqrt(level), so that both hold at once with `level`) and the ratio's
+  interval is their quotient; conservative, and wider.
 
 Which samples: call-to-call noise is not the only noise. The machine's load drifts between two
 benchmarks (measured on a 2-core machine with a background job: medians of one unchanged function
 7% apart from one sandbox run to the next, while each run's own interval was a few percent wide), so an
-interval from timings taken minutes apart claims more than it knows. A keep decision therefore uses
-timings taken side by side, in one sandbox run, on the same inputs (`paired_ratio_interval`); the
-interval against the baseline, measured once per run, describes the call-to-call noise only.
+interval from timings taken minutes apart claims more than it knows, and a baseline timed once under a neighbour's load
+inflated every later speedup of a run by the same factor. The speedup and the keep decision therefore
+use timings taken side by side, in one sandbox run, on the same inputs (`paired_ratio_interval`).
+
+Which level: the keep rule's interval is at LEVEL (a candidate no faster than the best is kept with
+chance 2.5%). The speedup's interval is at SPEEDUP_LEVEL, higher, because it is read as a claim on
+every benchmark of a run (tens of them): code no faster than the reference says "no speedup" (an
+interval containing 1) with chance 99%, whatever load other runs put on the machine, since load falls
+on both members of a pair alike.
 """
 
 import math
@@ -27,6 +33,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 LEVEL = 0.95
+SPEEDUP_LEVEL = 0.99
 
 
 class Ratio(NamedTuple):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.sandbox import runner
+from autoresearch_mcp.sandbox import isolation
 from autoresearch_mcp.sandbox.child import landlock_abi
 from autoresearch_mcp.sandbox.guard import check_source
 from autoresearch_mcp.sandbox.runner import (
@@ -29,6 +29,8 @@ from autoresearch_mcp.server.tasks.codeopt_records.task import POLICY, CodeOptTa
 
 SCRIPT = "autoresearch_mcp.sandbox.script:run_script"
 QUICK = Limits(wall_s=10, cpu_s=10, memory_mb=512)
+# A task that declares it starts processes: no seccomp filter, so what the other layers do is visible.
+FORKING = QUICK.model_copy(update={"new_processes": True})
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="no Landlock here: files are not confined")
 needs_pid_namespace = pytest.mark.skipif(
     not pid_namespace_available(), reason="no permission to create a PID namespace (unshare --pid)"
@@ -42,9 +44,9 @@ def run(
     return run_sandboxed(SCRIPT, payload, limits)
 
 
-def value(source: str, *args: Any) -> Any:
+def value(source: str, *args: Any, limits: Limits = QUICK) -> Any:
     """Run `source`, call its attack(*args), and return what it returned."""
-    result = run(source, call="attack", args=list(args))
+    result = run(source, limits, call="attack", args=list(args))
     assert result.status == "ok", result.output_tail
     assert result.result is not None
     return result.result["value"]
@@ -74,7 +76,9 @@ def test_a_fork_bomb_is_refused_by_the_guard() -> None:
 
 
 @needs_pid_namespace
-def test_processes_forked_without_the_guard_die_with_the_sandbox_even_in_their_own_session() -> None:
+def test_processes_forked_by_a_task_that_declares_them_die_with_the_sandbox_even_in_their_own_session() -> (
+    None
+):
     # A bounded fork bomb: 32 processes that leave the process group and linger, then a normal return.
     marker = f"hostile-{uuid.uuid4().hex}"
     source = f"""\
@@ -89,7 +93,7 @@ def test_processes_forked_without_the_guard_die_with_the_sandbox_even_in_their_o
                 children.append(pid)
             return len(set(children))
     """
-    assert value(source) == 32
+    assert value(source, limits=FORKING) == 32
     assert _processes_with(marker) == []
 
 
@@ -98,7 +102,7 @@ def test_without_a_pid_namespace_a_stray_holding_the_output_pipe_does_not_hang_t
 ) -> None:
     # Where namespaces are not allowed, a process that leaves the session survives the run; the run
     # must still end promptly and say what was not enforced.
-    monkeypatch.setattr(runner, "pid_namespace_available", lambda: False)
+    monkeypatch.setattr(isolation, "pid_namespace_available", lambda: False)
     marker = f"hostile-{uuid.uuid4().hex}"
     source = f"""\
         import os
@@ -110,7 +114,7 @@ def test_without_a_pid_namespace_a_stray_holding_the_output_pipe_does_not_hang_t
             return "returned"
     """
     try:
-        result = run(source, call="attack")
+        result = run(source, FORKING, call="attack")
         assert result.status == "ok" and result.result == {"value": "returned"} and result.wall_s < 4
         assert "parent done" in result.output_tail
         assert any(line.startswith("no PID namespace") for line in result.isolation)
@@ -305,7 +309,7 @@ def test_spawning_a_process_is_refused_by_the_guard_and_the_child_of_a_raw_run_i
             done = subprocess.run(["sh", "-c", "env; cat /etc/passwd"], capture_output=True, text=True)
             return {"out": done.stdout, "err": done.stderr}
     """
-    found = value(source)
+    found = value(source, limits=FORKING)  # where the task declares processes (else: test_processes.py)
     assert "ANTHROPIC" not in found["out"] and "root:" not in found["out"]
     if landlock_abi():
         assert "Permission denied" in found["err"]
@@ -363,9 +367,9 @@ def _module(name):
 """
 
 
-def _benchmark(source: str, baseline_ms: float) -> Any:
+def _benchmark(source: str) -> Any:
     task = CodeOptTask({"codeopt_records": 1000, "codeopt_repeats": 3})
-    options = {**task.options(), "baseline_ms": baseline_ms}
+    options = task.options()
     return task.execute(NoParams(), source, ExecContext(run_id="r-h", seed=1, iteration=1, options=options))
 
 
@@ -384,7 +388,7 @@ def test_patching_the_reference_and_the_checker_inside_the_sandbox_changes_nothi
         """
     )
     assert check_source(source, POLICY) != []
-    outcome = _benchmark(source, baseline_ms=10.0)
+    outcome = _benchmark(source)
     assert outcome.status == "incorrect" and "keys differ" in (outcome.error_tail or "")
 
 
@@ -401,5 +405,5 @@ def test_patching_the_timer_is_refused_by_the_guard_and_cannot_shrink_the_measur
         + REFERENCE_SOURCE
     )
     assert any("'__subclasses__' is not allowed" in p for p in check_source(source, POLICY))
-    outcome = _benchmark(source, baseline_ms=1.0)
+    outcome = _benchmark(source)
     assert outcome.status == "ok" and outcome.metrics["time_ms"] > 0.5

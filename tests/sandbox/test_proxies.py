@@ -164,7 +164,7 @@ ESCAPES = {
 
 def _benchmark(source: str) -> Outcome:
     task = CodeOptTask(SMALL)
-    options = {**task.options(), "baseline_ms": 10.0}
+    options = task.options()
     return task.execute(NoParams(), source, ExecContext(run_id="r-p", seed=1, iteration=1, options=options))
 
 

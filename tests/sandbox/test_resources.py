@@ -68,7 +68,7 @@ def test_the_number_of_processes_is_capped() -> None:
             return made
     """
     payload = {"source": textwrap.dedent(source), "call": "attack"}
-    result = run_sandboxed(SCRIPT, payload, Limits(wall_s=20, processes=32))
+    result = run_sandboxed(SCRIPT, payload, Limits(wall_s=20, processes=32, new_processes=True))
     assert result.status == "ok", result
     assert result.result is not None and result.result["value"] < 32
     assert any("processes" in line for line in result.isolation)

@@ -1,41 +1,34 @@
 """Classes 2 and 3 of issue 13: even a candidate that has escaped every Python-level confinement (real
-`os`, `sys` and `gc`; see escaped_entry.py) cannot forge the report, move the timer, carry work from one
-timed call to the next, or touch the baseline, because all of that happens in processes it never runs in.
+`os`, `sys` and `gc`; see tests/escaped_entry.py) cannot forge the report, move the timer, carry work from
+one timed call to the next, or touch the reference's timing, because all of that happens in processes it
+never runs in.
 """
 
 import json
 import textwrap
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from escaped_task import EscapedCodeOpt
 
 from autoresearch_mcp.sandbox.child import landlock_abi
-from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
+from autoresearch_mcp.sandbox.runner import SandboxResult
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome
 from autoresearch_mcp.server.tasks.codeopt_records import task as codeopt_task
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
 
-ESCAPED = "escaped_entry:run_escaped"
 SMALL = {"codeopt_records": 1000, "codeopt_repeats": 4}
 REFERENCE_AS_HELPER = REFERENCE_SOURCE.replace("def process_records(records):", "def _reference(records):")
 
 
-@pytest.fixture
-def escaped(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    allow_entry(ESCAPED)
-    monkeypatch.setattr(codeopt_task, "ENTRY", ESCAPED)
-    yield
-
-
-def benchmark(source: str, **options: Any) -> Outcome:
-    task = CodeOptTask(SMALL)
+def benchmark(source: str, task_class: type[CodeOptTask] = EscapedCodeOpt, **options: Any) -> Outcome:
+    task = task_class(SMALL)
     ctx = ExecContext(run_id="r-e", seed=3, iteration=1, options={**task.options(), **options})
     return task.execute(NoParams(), source, ctx)
 
 
-def test_an_escaped_candidate_that_writes_a_forged_report_to_every_descriptor_gets_no_result(escaped):
+def test_an_escaped_candidate_that_writes_a_forged_report_to_every_descriptor_gets_no_result() -> None:
     forged = {"baseline_ms": 1e9, "time_ms": 1e-6, "times_ms": [1e-6] * 5, "error": "load", "detail": "x"}
     source = (
         textwrap.dedent(
@@ -52,12 +45,12 @@ def test_an_escaped_candidate_that_writes_a_forged_report_to_every_descriptor_ge
         )
         + REFERENCE_SOURCE
     )
-    outcome = benchmark(source)  # the run's first benchmark: the baseline is measured too
+    outcome = benchmark(source)  # the reference is timed in the same run, beside it
     assert outcome.status == "crash" and outcome.metric is None, outcome
-    assert outcome.state_update.get("baseline_ms", 0.0) < 1000  # the real one, or none: never the forgery
+    assert outcome.metrics == {}  # no time, no baseline: never the forgery
 
 
-def test_an_escaped_candidate_that_patches_every_clock_in_its_process_is_timed_honestly(escaped):
+def test_an_escaped_candidate_that_patches_every_clock_in_its_process_is_timed_honestly() -> None:
     source = (
         textwrap.dedent(
             """\
@@ -76,12 +69,12 @@ def test_an_escaped_candidate_that_patches_every_clock_in_its_process_is_timed_h
         )
         + REFERENCE_SOURCE
     )
-    outcome = benchmark(source, baseline_ms=1.0)
+    outcome = benchmark(source)
     assert outcome.status == "ok", outcome
     assert outcome.metrics["time_ms"] > 0.2 and outcome.metric < 20
 
 
-def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing(escaped):
+def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing() -> None:
     # The payload (the seeds of every call) is in the harness's memory; an escaped candidate can find it.
     source = REFERENCE_AS_HELPER + textwrap.dedent(
         """\
@@ -109,15 +102,15 @@ def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing(
             return answer if answer is not None else _reference(records)
         """
     )
-    honest = benchmark(REFERENCE_SOURCE, baseline_ms=1.0)
-    outcome = benchmark(source, baseline_ms=1.0)
+    honest = benchmark(REFERENCE_SOURCE)
+    outcome = benchmark(source)
     assert honest.status == outcome.status == "ok", outcome
     # Every call starts from nothing: the "cache" costs time instead of saving it.
     assert outcome.metrics["time_ms"] > 0.5 * honest.metrics["time_ms"], (honest.metrics, outcome.metrics)
 
 
 @pytest.mark.skipif(landlock_abi() < 6, reason="signal scoping needs Landlock ABI 6")
-def test_an_escaped_candidate_cannot_signal_or_trace_the_process_that_reports(escaped):
+def test_an_escaped_candidate_cannot_signal_or_trace_the_process_that_reports() -> None:
     source = (
         textwrap.dedent(
             """\
@@ -141,11 +134,11 @@ def test_an_escaped_candidate_cannot_signal_or_trace_the_process_that_reports(es
         )
         + REFERENCE_SOURCE
     )
-    outcome = benchmark(source, baseline_ms=1.0)
+    outcome = benchmark(source)
     assert outcome.status == "ok", outcome
 
 
-def test_the_baseline_is_timed_in_a_sandbox_run_that_holds_no_candidate_code(monkeypatch):
+def test_the_reference_is_timed_beside_the_candidate_from_the_harness_own_copy(monkeypatch):
     payloads: list[dict[str, Any]] = []
     real = codeopt_task.run_sandboxed
 
@@ -154,12 +147,12 @@ def test_the_baseline_is_timed_in_a_sandbox_run_that_holds_no_candidate_code(mon
         return real(entry, payload, limits)
 
     monkeypatch.setattr(codeopt_task, "run_sandboxed", recording)
-    outcome = benchmark(REFERENCE_SOURCE)
-    assert outcome.status == "ok" and "baseline_ms" in outcome.state_update
-    reference = [p for p in payloads if "source" not in p]
-    candidate = [p for p in payloads if "source" in p]
-    assert len(reference) == 1 and len(candidate) == 1
-    assert not any(key.startswith("baseline") for key in candidate[0])
+    outcome = benchmark(REFERENCE_SOURCE, CodeOptTask)
+    assert outcome.status == "ok" and outcome.state_update == {}
+    # One sandbox run, and nothing in its payload says what the reference is or how fast it was: the
+    # harness compiles its own copy and times it call by call beside the candidate.
+    assert len(payloads) == 1 and set(payloads[0]) == {"source", "n_records", "seeds"}
+    assert outcome.metrics["baseline_ms"] > 0 and outcome.metrics["inputs"] == 5
 
 
 def test_reported_times_that_do_not_fit_in_the_runs_wall_time_are_refused() -> None:

@@ -167,26 +167,43 @@ def test_check_artifact_refuses_non_stdlib_imports_and_a_changed_signature() -> 
     assert "must keep the signature `def process_records(records)`" in found[1]
 
 
-def test_the_first_benchmark_measures_the_baseline_and_later_ones_reuse_it() -> None:
+def test_every_benchmark_times_the_reference_beside_the_candidate_and_keeps_no_baseline() -> None:
     # How much faster a rewrite is, is measured without a loaded machine's noise in the in-process test
-    # above and in benchmarks/codeopt_limits.py; here, where the numbers come from and go.
+    # above and in benchmarks/noise_load.py; here, where the numbers come from and go.
     first = benchmark(REFERENCE_SOURCE)
-    assert first.status == "ok" and set(first.state_update) == {"baseline_ms", "baseline_times_ms"}
-    assert len(first.state_update["baseline_times_ms"]) == 3  # the timed calls (after the warm-up)
-    baseline = first.state_update["baseline_ms"]
+    assert first.status == "ok" and first.state_update == {}  # nothing carried to later benchmarks
     assert first.metrics["correct"] == 1.0 and first.metrics["inputs"] == 4
-    assert first.metric == pytest.approx(baseline / first.metrics["time_ms"], rel=1e-3)
-    fastest = benchmark(rewrites.source_after(len(rewrites.REWRITES)), iteration=2, baseline_ms=baseline)
-    assert fastest.status == "ok" and fastest.state_update == {}
-    assert (
-        fastest.metrics["baseline_ms"] == round(baseline, 4) and fastest.metric == fastest.metrics["speedup"]
-    )
-    assert fastest.metric == pytest.approx(baseline / fastest.metrics["time_ms"], rel=1e-3)
+    assert first.metrics["speedup_low"] <= first.metric <= first.metrics["speedup_high"]
+    assert len(first.samples) == 3  # the candidate's timed calls (after the warm-up)
+    fastest = benchmark(rewrites.source_after(len(rewrites.REWRITES)), iteration=2)
+    assert fastest.status == "ok" and fastest.metric == fastest.metrics["speedup"]
+    assert fastest.metrics["baseline_ms"] > fastest.metrics["time_ms"]  # its own reference, timed beside it
+    if "cpu_ms" in fastest.metrics:  # the candidate cgroup's CPU time, recorded beside the wall time
+        assert fastest.metrics["speedup_cpu"] > 1 and fastest.metrics["cpu_ms"] > 0
+
+
+def test_the_best_is_timed_beside_the_candidate_or_is_the_reference_itself() -> None:
+    fastest = rewrites.source_after(len(rewrites.REWRITES))
+    task = CodeOptTask(SMALL)
+    for best_source in (REFERENCE_SOURCE, rewrites.source_after(2)):
+        ctx = ExecContext(
+            run_id="r-test",
+            seed=42,
+            iteration=3,
+            options=task.options(),
+            best_iteration=2,
+            best_source=best_source,
+        )
+        outcome = task.execute(NoParams(), fastest, ctx)
+        assert outcome.status == "ok" and outcome.metrics["vs_best_iteration"] == 2
+        assert outcome.metrics["vs_best_low"] <= outcome.metrics["vs_best"] <= outcome.metrics["vs_best_high"]
+        if best_source == REFERENCE_SOURCE:  # the same calls: vs_best is the speedup
+            assert outcome.metrics["vs_best"] == outcome.metrics["speedup"]
 
 
 def test_a_wrong_rewrite_is_incorrect_and_says_what_differed_on_which_input() -> None:
     source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
-    outcome = benchmark(source, baseline_ms=10.0)
+    outcome = benchmark(source)
     assert outcome.status == "incorrect" and outcome.metric is None and outcome.metrics == {"correct": 0.0}
     assert outcome.error_tail is not None
     assert outcome.error_tail.startswith("wrong output (call 1 of 4, input make_records(1500, seed=")
@@ -194,16 +211,14 @@ def test_a_wrong_rewrite_is_incorrect_and_says_what_differed_on_which_input() ->
 
 
 def test_an_exception_in_the_candidate_is_a_crash_with_its_traceback() -> None:
-    outcome = benchmark(
-        "def process_records(records):\n    return records[0]['no such field']\n", baseline_ms=1.0
-    )
+    outcome = benchmark("def process_records(records):\n    return records[0]['no such field']\n")
     assert outcome.status == "crash" and outcome.error_tail is not None
     assert outcome.error_tail.startswith("process_records raised an exception:")
     assert "KeyError: 'no such field'" in outcome.error_tail
 
 
 def test_a_source_that_fails_to_load_is_a_crash_that_says_so() -> None:
-    outcome = benchmark("import os\n\n\ndef process_records(records):\n    return {}\n", baseline_ms=1.0)
+    outcome = benchmark("import os\n\n\ndef process_records(records):\n    return {}\n")
     assert outcome.status == "crash" and outcome.error_tail is not None
     assert "train.py failed to load" in outcome.error_tail
     assert "ImportError: import of 'os' is not allowed in this sandbox" in outcome.error_tail
@@ -212,7 +227,7 @@ def test_a_source_that_fails_to_load_is_a_crash_that_says_so() -> None:
 def test_the_candidate_runs_without_the_guards_forbidden_builtins_even_when_the_guard_is_skipped() -> None:
     assert FORBIDDEN_NAMES <= HIDDEN_BUILTINS
     source = "def process_records(records):\n    return open('/etc/passwd').read()\n"
-    outcome = benchmark(source, baseline_ms=1.0)
+    outcome = benchmark(source)
     assert outcome.status == "crash" and "NameError: name 'open' is not defined" in (outcome.error_tail or "")
 
 
@@ -224,7 +239,7 @@ def test_a_candidate_that_never_returns_times_out() -> None:
 
 def test_deep_recursion_in_the_candidate_is_a_crash() -> None:
     source = "def process_records(records):\n    return process_records(records)\n"
-    outcome = benchmark(source, baseline_ms=1.0)
+    outcome = benchmark(source)
     assert outcome.status == "crash" and "RecursionError" in (outcome.error_tail or "")
 
 
@@ -235,7 +250,7 @@ def test_returning_a_dict_subclass_is_incorrect() -> None:
     source = REFERENCE_AS_HELPER + (
         "\n\nclass Result(dict):\n    pass\n\n\ndef process_records(records):\n    return Result(_reference(records))\n"
     )
-    outcome = benchmark(source, baseline_ms=10.0)
+    outcome = benchmark(source)
     assert outcome.status == "incorrect"
     assert outcome.error_tail == "output is a Result; return only dict, list, str, int, float, bool and None"
 
@@ -251,13 +266,13 @@ def test_the_stdlibs_dict_subclasses_count_as_dicts_but_a_subclass_of_them_does_
             "\n\nimport collections\n\n\ndef process_records(records):\n"
             f"    out = _reference(records)\n    return {make}\n"
         )
-        outcome = benchmark(source, baseline_ms=10.0)
+        outcome = benchmark(source)
         assert outcome.status == "ok", (make, outcome.error_tail)
     subclass = REFERENCE_AS_HELPER + (
         "\n\nimport collections\n\n\nclass Result(collections.defaultdict):\n    pass\n\n\n"
         "def process_records(records):\n    return Result(int, _reference(records))\n"
     )
-    outcome = benchmark(subclass, baseline_ms=10.0)
+    outcome = benchmark(subclass)
     assert outcome.status == "incorrect" and (outcome.error_tail or "").startswith("output is a Result")
 
 
@@ -266,7 +281,7 @@ def test_returning_a_lazy_object_that_equals_anything_is_incorrect() -> None:
         "class Anything:\n    def __eq__(self, other):\n        return True\n\n\n"
         "def process_records(records):\n    return {'total': Anything()}\n"
     )
-    outcome = benchmark(source, baseline_ms=10.0)
+    outcome = benchmark(source)
     assert outcome.status == "incorrect" and "output['total'] is a Anything" in (outcome.error_tail or "")
 
 
@@ -277,7 +292,7 @@ def test_caching_the_first_answer_across_calls_gains_nothing_because_every_call_
         "\n\n_cache = []\n\n\ndef process_records(records):\n"
         "    if not _cache:\n        _cache.append(_reference(records))\n    return _cache[0]\n"
     )
-    outcome = benchmark(source, baseline_ms=10.0)
+    outcome = benchmark(source)
     assert outcome.status == "ok" and outcome.metrics["correct"] == 1.0
 
 
@@ -286,7 +301,7 @@ def test_special_casing_a_known_benchmark_input_is_incorrect() -> None:
     known = repr(load_reference()(make_records(SMALL["codeopt_records"], 42)))
     source = f"ANSWER = {known}\n\n\ndef process_records(records):\n    return ANSWER\n"
     assert CodeOptTask({}).check_artifact(source) == []  # nothing for the guard to see
-    outcome = benchmark(source, baseline_ms=10.0)
+    outcome = benchmark(source)
     assert outcome.status == "incorrect" and "call 1 of 4" in (outcome.error_tail or "")
 
 
@@ -294,7 +309,7 @@ def test_mutating_the_input_to_make_the_work_trivial_is_incorrect() -> None:
     source = REFERENCE_AS_HELPER + (
         "\n\ndef process_records(records):\n    del records[1:]\n    return _reference(records)\n"
     )
-    outcome = benchmark(source, baseline_ms=10.0)
+    outcome = benchmark(source)
     assert outcome.status == "incorrect" and "output['total']: expected 1500, got 1" in (
         outcome.error_tail or ""
     )
@@ -314,7 +329,6 @@ def test_patching_the_clock_through_an_escape_is_refused_by_the_guard_and_change
     )
     source = escape + REFERENCE_SOURCE
     assert any("'__class__' is not allowed" in p for p in CodeOptTask({}).check_artifact(source))
-    first = benchmark(REFERENCE_SOURCE)
-    outcome = benchmark(source, baseline_ms=first.state_update["baseline_ms"])
+    outcome = benchmark(source)
     # A patched clock would read 0 ms and a speedup in the thousands.
     assert outcome.status == "ok" and outcome.metrics["time_ms"] > 1.0 and outcome.metric < 50

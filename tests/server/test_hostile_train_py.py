@@ -42,12 +42,13 @@ PERMISSIVE = GuardPolicy(
 
 
 class HostileToyTask(ToyTask):
-    """toy-quadratic with small limits and a guard that lets `os` through, so attacks reach the sandbox."""
+    """toy-quadratic with small limits and a guard that lets `os` through, so attacks reach the sandbox.
+    It declares that it starts processes (no seccomp filter): what must then hold is the cleanup."""
 
     name = "toy-hostile"
 
     def options(self) -> dict[str, Any]:
-        return {"limits": Limits(wall_s=2, cpu_s=2, memory_mb=256).model_dump()}
+        return {"limits": Limits(wall_s=2, cpu_s=2, memory_mb=256, new_processes=True).model_dump()}
 
     def check_artifact(self, source: str) -> list[str]:
         return check_source(source, PERMISSIVE)

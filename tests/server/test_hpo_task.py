@@ -13,6 +13,7 @@ import pytest
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment
+from autoresearch_mcp.sandbox import cgroups
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.hpo_covertype.data import _split_arrays, prepare_split
@@ -90,6 +91,8 @@ def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics
     exp = result.experiment
     assert exp.status == "ok", exp.error_tail
     assert set(exp.metrics) >= {"macro_f1", "precision", "recall", "accuracy", "train_seconds"}
+    if cgroups.cgroup_support().version is not None:  # the training's CPU time, beside its wall time
+        assert 0 < exp.metrics["train_cpu_seconds"] < 60
     assert 0.3 < exp.metrics["macro_f1"] < 0.95 and exp.metric == exp.metrics["macro_f1"]
     assert exp.params["learning_rate"] == 0.3  # defaults filled in: the stored record is complete
     assert result.is_new_best and result.budget_left == 2

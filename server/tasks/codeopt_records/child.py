@@ -9,8 +9,11 @@ the next (each fork starts from the harness, writes nowhere and cannot reach its
 harness's clock or write its report (another process). What the fork says about its own timing is only
 checked: it must fit in the measured window.
 
-The reference is timed the same way, in a sandbox run of its own (a payload without "source"), so a
-baseline never comes from a process that ran candidate code. Correctness is judged in the server.
+The reference (and the run's current best) is timed the same way, in the same sandbox run, call by call
+beside the candidate (run_benchmark says how): a baseline timed once, earlier, would carry whatever load
+the machine had then into every later speedup. Each of its calls is a fork that holds no candidate code,
+and before each fork the candidate cgroup is emptied, so nothing a candidate started runs while
+another is measured. Correctness is judged in the server.
 Inside the fork the candidate runs with proxy modules and restricted builtins (sandbox/proxies.py); the
 guard (checked in the server) refuses dunder attributes.
 """
@@ -24,7 +27,13 @@ from functools import lru_cache, partial
 from typing import Any
 
 from autoresearch_mcp.sandbox.isolate import Channel, Isolated, candidate_traceback, run_isolated, window
-from autoresearch_mcp.sandbox.proxies import HIDDEN_BUILTINS, Importer, make_importer, safe_builtins
+from autoresearch_mcp.sandbox.proxies import (
+    HIDDEN_BUILTINS,
+    Importer,
+    disarm_evaluators,
+    make_importer,
+    safe_builtins,
+)
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE, make_records
 
 # The task's guard policy is built from these (task.py); they live here, free of pydantic, because the
@@ -62,38 +71,69 @@ def candidate_globals() -> dict[str, Any]:
 
 
 def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
-    """Payload: n_records, seeds (one per call; the first call is a warm-up) and source, or no source
-    for the reference; optionally rival, the run's current best, timed beside the candidate: on the same
-    input, right before or after it (the order alternating), so that both see the same load. Returns the
-    measured time of every call in ms and the outputs, and the rival's times (only when every rival call
-    ended with a result: a rival failure is no failure of the candidate), or an error."""
+    """Payload: n_records, seeds (one per call; the first call is a warm-up), source (the candidate)
+    and optionally rival (the run's current best, when it is not the reference). For every seed the
+    candidate, the reference and the rival are each called once on the same input, one right after the
+    other, the order reversed from one seed to the next (candidate, reference, rival; then rival,
+    reference, candidate): every two of them see the same load, each first as often as second. So
+    the speedup and the comparison with the best are ratios of calls made side by side, which load
+    from other processes moves alike on both sides.
+
+    Returns every call's measured time in ms (and CPU time, where measured) per member, the
+    candidate's outputs, and the rival's times only when every rival call ended with a result (a rival
+    failure is no failure of the candidate); or an error."""
     n = int(payload["n_records"])
     seeds = [int(seed) for seed in payload["seeds"]]
     try:
         code = compile(payload.get("source", REFERENCE_SOURCE), "train.py", "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # compiling runs none of it
         return {"error": "load", "detail": candidate_traceback()}
-    rival = _compiled(payload.get("rival"))
+    members: dict[str, types.CodeType | None] = {
+        "candidate": code,
+        "reference": compile(REFERENCE_SOURCE, "train.py", "exec"),
+    }
+    if (rival := _compiled(payload.get("rival"))) is not None:
+        members["rival"] = rival
     candidate_globals()  # the proxies, built here once: every fork finds them ready
     gc.collect()
     gc.freeze()  # the forks' collections skip what they share with this process (no copy-on-write)
-    times_ms, outputs, rival_ms = [], [], []
+    times: dict[str, list[float]] = {name: [] for name in members}
+    cpu: dict[str, list[float]] = {name: [] for name in members}
+    outputs: list[Any] = []
     for index, seed in enumerate(seeds):
-        if rival is not None and index % 2:
-            rival = _rival_call(rival, n, seed, rival_ms)
-        call = run_isolated(
-            partial(_one_call, code, n, seed), writable=None, max_messages=2, max_bytes=MAX_MESSAGE_BYTES
-        )
-        verdict = _judge_call(call)
-        if "error" in verdict:
-            return verdict
-        times_ms.append(verdict["time_ms"])
-        outputs.append(verdict["output"])
-        if rival is not None and not index % 2:
-            rival = _rival_call(rival, n, seed, rival_ms)
-    report: dict[str, Any] = {"times_ms": times_ms, "outputs": outputs}
-    if rival is not None:
-        report["rival_times_ms"] = rival_ms
+        for name in list(members) if index % 2 == 0 else list(reversed(members)):
+            member = members[name]
+            if member is None:
+                continue  # a rival that failed once is timed no more
+            call = run_isolated(
+                partial(_one_call, member, n, seed),
+                writable=None,
+                max_messages=2,
+                max_bytes=MAX_MESSAGE_BYTES,
+            )
+            if name == "rival" and not _rival_answered(call):
+                members["rival"] = None
+                continue
+            verdict = _judge_call(call)
+            if "error" in verdict:
+                if name == "candidate":
+                    return verdict
+                if name == "reference":
+                    return {"error": "harness", "detail": f"the reference failed: {verdict['detail']}"}
+                members["rival"] = None
+                continue
+            times[name].append(verdict["time_ms"])
+            if call.cpu_s is not None:
+                cpu[name].append(call.cpu_s * 1000)
+            if name == "candidate":
+                outputs.append(verdict["output"])
+    report: dict[str, Any] = {"times_ms": times["candidate"], "outputs": outputs}
+    report["reference_times_ms"] = times["reference"]
+    if members.get("rival") is not None:
+        report["rival_times_ms"] = times["rival"]
+    for name, key in (("candidate", "cpu_ms"), ("reference", "reference_cpu_ms"), ("rival", "rival_cpu_ms")):
+        if name in members and members[name] is not None and len(cpu[name]) == len(seeds):
+            report[key] = cpu[name]
     return report
 
 
@@ -106,21 +146,13 @@ def _compiled(source: Any) -> types.CodeType | None:
         return None
 
 
-def _rival_call(code: types.CodeType, n: int, seed: int, times_ms: list[float]) -> types.CodeType | None:
-    """One timed call of the rival; its code again, or None (no more rival calls) when it failed."""
-    call = run_isolated(
-        partial(_one_call, code, n, seed), writable=None, max_messages=2, max_bytes=MAX_MESSAGE_BYTES
-    )
+def _rival_answered(call: Isolated) -> bool:
+    """Whether a rival call came back with its two messages (checked before _judge_call, which ends
+    the harness on a fork that died without a ready stamp)."""
     first = call.messages[0].message if call.messages else None
     if call.problem is not None or len(call.messages) < 2 or not isinstance(first, dict):
-        return None  # checked first: _judge_call ends the harness on a fork that died
-    if not isinstance(first.get("ready"), float):
-        return None
-    verdict = _judge_call(call)
-    if "error" in verdict:
-        return None
-    times_ms.append(verdict["time_ms"])
-    return code
+        return False
+    return isinstance(first.get("ready"), float)
 
 
 def _judge_call(call: Isolated) -> dict[str, Any]:
@@ -157,6 +189,7 @@ def _one_call(code: types.CodeType, n: int, seed: int, channel: Channel) -> None
     """In the fork: make the input, stamp the start, then load and call the candidate."""
     records = make_records(n, seed)
     namespace = candidate_globals()
+    disarm_evaluators()
     clock = _clock
     gc.collect()
     gc.disable()  # as timeit does: a collection triggered by earlier garbage is not this call's cost

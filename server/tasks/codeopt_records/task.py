@@ -2,13 +2,19 @@
 paper's Task 2).
 
 Fixed harness: the record generator, the reference output (computed here, in the server, by a trusted
-twin of the reference), the timing (child.py beside this file) and the metric, speedup = the run's
-baseline time / the candidate's time, both medians over fresh inputs. Mutable artifact: train.py, which
-starts as the slow reference and must keep `def process_records(records)`.
+twin of the reference), the timing (child.py beside this file) and the metric, speedup = the reference's
+time / the candidate's time, measured call by call side by side on the same fresh inputs in the same
+sandbox run, never against a baseline timed once (load from other runs would move every later speedup).
+Mutable artifact: train.py, which starts as the slow reference and must keep
+`def process_records(records)`.
+
+Wall time decides: it is what the task asks to shrink, and pairing calls side by side is what keeps load
+from moving it. The CPU time of the candidate's cgroup is recorded beside it (`cpu_ms`, `speedup_cpu`):
+a check that the wall-time verdict is not load, where the two disagree.
 
 A new best must be faster than the current one beyond the noise (`keeps`): the harness times the
-current best beside the candidate, on the same inputs, and the candidate is kept only when the interval
-of that ratio lies above 1 (intervals.py says why side by side, and which interval).
+current best beside the candidate too, and the candidate is kept only when the interval of that ratio
+lies above 1 (intervals.py says why side by side, and which interval).
 """
 
 import random
@@ -32,7 +38,12 @@ from autoresearch_mcp.server.tasks.codeopt_records.records import (
     make_records,
     process_records_fast,
 )
-from autoresearch_mcp.server.tasks.intervals import LEVEL, paired_ratio_interval, ratio_interval
+from autoresearch_mcp.server.tasks.intervals import (
+    LEVEL,
+    SPEEDUP_LEVEL,
+    paired_ratio_interval,
+    ratio_interval,
+)
 from autoresearch_mcp.server.tasks.registry import register
 
 ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_benchmark"
@@ -57,7 +68,11 @@ class Calls(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     times_ms: list[Millis] = Field(min_length=1, max_length=MAX_CALLS)
     outputs: list[Any] = Field(min_length=1, max_length=MAX_CALLS)
+    reference_times_ms: list[Millis] = Field(min_length=1, max_length=MAX_CALLS)
     rival_times_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
+    cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
+    reference_cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
+    rival_cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
 
 
 class Failure(BaseModel):
@@ -83,8 +98,11 @@ class CodeOptTask(Task):
     params_model = NoParams
     experiment_tool = "run_benchmark"
     sandbox_entries = (ENTRY,)
-    # The level of the speedup intervals. An identical-code benchmark is kept with chance (1 - level) / 2.
+    # The level of the keep rule's interval: an identical-code benchmark is kept with chance
+    # (1 - level) / 2. The speedup's own interval (against the reference) is at SPEEDUP_LEVEL.
     confidence: ClassVar[float] = LEVEL
+    # The harness entry point; a test-only subclass runs the same harness with the Python layers off.
+    entry: ClassVar[str] = ENTRY
 
     def agent_profile(self) -> AgentProfile:
         return PROFILE
@@ -133,25 +151,15 @@ class CodeOptTask(Task):
         # Fresh, unguessable inputs every benchmark: no cache or special case for a known input can pass.
         rng = random.Random(f"{ctx.run_id}:{ctx.seed}:{ctx.iteration}:{secrets.token_hex(16)}")
         seeds = _distinct_seeds(rng, calls)
-        state: dict[str, Any] = {}
-        baseline = options.get("baseline_ms")
-        if baseline is None:  # measured once per run, in a sandbox run that holds no candidate code
-            reference = _measure({"n_records": n, "seeds": _distinct_seeds(rng, calls)}, limits)
-            if isinstance(reference, Outcome):
-                tail = reference.error_tail or ""
-                return reference.model_copy(update={"error_tail": f"timing the reference failed: {tail}"})
-            baseline = state["baseline_ms"] = _median(reference.times_ms)
-            state["baseline_times_ms"] = [round(t, 4) for t in _timed(reference.times_ms)]
         payload: dict[str, Any] = {"source": source, "n_records": n, "seeds": seeds}
-        if ctx.best_source is not None:
-            payload["rival"] = ctx.best_source
-        measured = _measure(payload, limits)
+        if ctx.best_source is not None and ctx.best_source != REFERENCE_SOURCE:
+            payload["rival"] = ctx.best_source  # a best that is the reference is timed as the reference
+        measured = _measure(self.entry, payload, limits)
         if isinstance(measured, Outcome):
-            return measured.model_copy(update={"state_update": state})
-        outcome = _judge(measured, seeds, n, float(baseline), state)
+            return measured
+        outcome = _judge(measured, seeds, n)
         if outcome.status == "ok":
-            times = state.get("baseline_times_ms", options.get("baseline_times_ms"))
-            outcome.metrics.update(_intervals(measured, times, ctx, self.confidence))
+            outcome.metrics.update(_versus_best(measured, ctx, self.confidence))
         return outcome
 
     def keeps(self, outcome: Outcome, best: Incumbent | None) -> bool:
@@ -171,9 +179,9 @@ class CodeOptTask(Task):
         return super().keeps(outcome, best)
 
 
-def _measure(payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
+def _measure(entry: str, payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
     """Run the harness on `payload`; its report, checked, or the failure as an outcome."""
-    result = run_sandboxed(ENTRY, payload, limits)
+    result = run_sandboxed(entry, payload, limits)
     if result.status != "ok" or result.result is None:
         return sandbox_failure(result)
     try:
@@ -184,11 +192,13 @@ def _measure(payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
         if report.error == "type":
             return Outcome(status="incorrect", metrics={"correct": 0.0}, error_tail=report.detail)
         return Outcome(status="crash", error_tail=f"{FAILURES[report.error]}:\n{report.detail}")
-    if len(report.outputs) != len(report.times_ms):
+    paired = (report.outputs, report.reference_times_ms, report.cpu_ms, report.reference_cpu_ms)
+    if any(values is not None and len(values) != len(report.times_ms) for values in paired):
         return Outcome(
             status="crash", error_tail="the benchmark harness returned unmatched times and outputs"
         )
-    problem = timing_problem(report.times_ms + (report.rival_times_ms or []), result.wall_s)
+    every = report.times_ms + report.reference_times_ms + (report.rival_times_ms or [])
+    problem = timing_problem(every, result.wall_s)
     if problem is not None:
         return Outcome(status="crash", error_tail=problem)
     return report
@@ -206,7 +216,7 @@ def timing_problem(times_ms: list[float], wall_s: float) -> str | None:
     return None
 
 
-def _judge(calls: Calls, seeds: list[int], n: int, baseline: float, state: dict[str, Any]) -> Outcome:
+def _judge(calls: Calls, seeds: list[int], n: int) -> Outcome:
     if len(calls.outputs) != len(seeds):
         return Outcome(status="crash", error_tail="the benchmark harness returned an incomplete result")
     for call, (seed, output) in enumerate(zip(seeds, calls.outputs, strict=True), start=1):
@@ -217,43 +227,49 @@ def _judge(calls: Calls, seeds: list[int], n: int, baseline: float, state: dict[
                 status="incorrect",
                 metrics={"correct": 0.0},
                 error_tail=f"wrong output ({where}): {difference}",
-                state_update=state,
             )
-    time_ms = _median(calls.times_ms)
+    # Reference time / candidate time, pair by pair: the estimate and interval of intervals.py.
+    speedup = paired_ratio_interval(_timed(calls.reference_times_ms), _timed(calls.times_ms), SPEEDUP_LEVEL)
     metrics: dict[str, float] = {
-        "speedup": round(baseline / max(time_ms, 1e-6), 4),
-        "time_ms": round(time_ms, 4),
-        "baseline_ms": round(baseline, 4),
+        "speedup": round(speedup.estimate, 4),
+        "speedup_low": round(speedup.low, 4),
+        "speedup_high": round(speedup.high, 4),
+        "time_ms": round(_median(calls.times_ms), 4),
+        "baseline_ms": round(_median(calls.reference_times_ms), 4),
         "correct": 1.0,
         "inputs": float(len(seeds)),
     }
+    if calls.cpu_ms is not None and calls.reference_cpu_ms is not None:
+        cpu = paired_ratio_interval(_timed(calls.reference_cpu_ms), _timed(calls.cpu_ms), SPEEDUP_LEVEL)
+        metrics.update(
+            cpu_ms=round(_median(calls.cpu_ms), 4),
+            baseline_cpu_ms=round(_median(calls.reference_cpu_ms), 4),
+            speedup_cpu=round(cpu.estimate, 4),
+        )
     return Outcome(
         status="ok",
         metric=metrics["speedup"],
         metrics=metrics,
         samples=[round(t, 4) for t in _timed(calls.times_ms)],
-        state_update=state,
     )
 
 
-def _intervals(calls: Calls, baseline_times: Any, ctx: ExecContext, level: float) -> dict[str, float]:
-    """speedup_low/high: the speedup's interval against the baseline's timings (call-to-call noise
-    only: the baseline was timed once, earlier). vs_best (low, high): the current best's time over this
-    one's, paired call by call, measured side by side; vs_best_iteration says which best."""
-    found: dict[str, float] = {}
-    if isinstance(baseline_times, list) and baseline_times:
-        speedup = ratio_interval(baseline_times, _timed(calls.times_ms), level)
-        found.update(speedup_low=round(speedup.low, 4), speedup_high=round(speedup.high, 4))
-    rival = calls.rival_times_ms
-    if rival is not None and len(rival) == len(calls.times_ms) and ctx.best_iteration is not None:
-        versus = paired_ratio_interval(_timed(rival), _timed(calls.times_ms), level)
-        found.update(
-            vs_best=round(versus.estimate, 4),
-            vs_best_low=round(versus.low, 4),
-            vs_best_high=round(versus.high, 4),
-            vs_best_iteration=float(ctx.best_iteration),
-        )
-    return found
+def _versus_best(calls: Calls, ctx: ExecContext, level: float) -> dict[str, float]:
+    """vs_best (low, high): the current best's time over this one's, paired call by call, measured
+    side by side (the reference's calls, where the best is the reference); vs_best_iteration says
+    which best."""
+    if ctx.best_iteration is None:
+        return {}
+    rival = calls.rival_times_ms if ctx.best_source != REFERENCE_SOURCE else calls.reference_times_ms
+    if rival is None or len(rival) != len(calls.times_ms):
+        return {}
+    versus = paired_ratio_interval(_timed(rival), _timed(calls.times_ms), level)
+    return {
+        "vs_best": round(versus.estimate, 4),
+        "vs_best_low": round(versus.low, 4),
+        "vs_best_high": round(versus.high, 4),
+        "vs_best_iteration": float(ctx.best_iteration),
+    }
 
 
 def _timed(times_ms: list[float]) -> list[float]:

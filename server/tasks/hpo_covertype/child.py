@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from autoresearch_mcp.sandbox.isolate import Channel, run_isolated, window
-from autoresearch_mcp.sandbox.proxies import PROXY_PREFIX, make_importer, safe_builtins
+from autoresearch_mcp.sandbox.proxies import PROXY_PREFIX, disarm_evaluators, make_importer, safe_builtins
 
 MAX_LOG_ITEMS = 20
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # predictions for a million test rows, as JSON
@@ -129,7 +129,10 @@ def run_training(payload: dict[str, Any]) -> dict[str, Any]:
     ready = first.get("ready") if isinstance(first, dict) else None
     if not isinstance(ready, float) or not isinstance(result, dict):
         done.mirror("train.py's process broke the harness's protocol")
-    return {**check_report(result, data), "train_seconds": round(window(*done.messages), 4)}
+    report = {**check_report(result, data), "train_seconds": round(window(*done.messages), 4)}
+    if done.cpu_s is not None:  # the CPU time of the training's processes and threads, beside it
+        report["train_cpu_seconds"] = round(done.cpu_s, 4)
+    return report
 
 
 def check_report(result: dict[str, Any], data: Data) -> dict[str, Any]:
@@ -151,6 +154,7 @@ def check_report(result: dict[str, Any], data: Data) -> dict[str, Any]:
 def _train(code: types.CodeType, data: Data, params: dict[str, Any], channel: Channel) -> None:
     state: dict[str, Any] = {"log": {}}
     namespace = candidate_globals(make_harness(data, state))
+    disarm_evaluators()
     channel.ready()  # from here on, candidate code may run
     exec(code, namespace)
     namespace["main"](params)

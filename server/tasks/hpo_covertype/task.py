@@ -7,7 +7,7 @@ here from the predictions the sandboxed train.py hands in). Mutable artifact: tr
 import logging
 import os
 import textwrap
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, TypeAdapter, ValidationError
@@ -75,7 +75,8 @@ TRAIN_PY = textwrap.dedent(
 GUARD = GuardPolicy(
     allowed_imports=ALLOWED_IMPORTS | {"harness"},
     # numpy arrays lead to ctypes (`array.ctypes._ctypes`); nothing a training script needs does.
-    extra_forbidden_names=frozenset({"ctypes", "ctypeslib"}),
+    # DataFrame.query evaluates text, as pandas.eval and DataFrame.eval (`eval` is refused everywhere).
+    extra_forbidden_names=frozenset({"ctypes", "ctypeslib", "query"}),
     private_attributes=False,
     required_functions={"main": ("params",)},
     required_calls=("harness.evaluate", "harness.log"),
@@ -90,6 +91,7 @@ class HPOCovertypeTask(Task):
     params_model = HPOParams
     experiment_tool = "run_experiment"
     sandbox_entries = (ENTRY,)
+    entry: ClassVar[str] = ENTRY  # a test-only subclass runs the same harness with the Python layers off
 
     def agent_profile(self) -> AgentProfile:
         return profile(HPOParams)
@@ -158,7 +160,7 @@ class HPOCovertypeTask(Task):
             "seed": ctx.seed,
             "threads": limits.threads,
         }
-        result = run_sandboxed(ENTRY, payload, limits)
+        result = run_sandboxed(self.entry, payload, limits)
         if result.status != "ok" or result.result is None:
             return sandbox_failure(result)
         try:
@@ -188,6 +190,8 @@ class HPOCovertypeTask(Task):
             "accuracy": round(float(accuracy_score(split.y_test, predictions)), 6),
             "train_seconds": report.train_seconds,
         }
+        if report.train_cpu_seconds is not None:
+            metrics["train_cpu_seconds"] = report.train_cpu_seconds
         metrics.update({f"log_{k}": float(v) for k, v in report.log.items() if not isinstance(v, str)})
         return Outcome(status="ok", metrics=metrics, metric=metrics["macro_f1"])
 
@@ -201,12 +205,14 @@ class TrainingReport(BaseModel):
         Annotated[str, Field(max_length=40)], int | FiniteFloat | Annotated[str, Field(max_length=200)]
     ] = Field(max_length=MAX_LOG_ITEMS)
     train_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    train_cpu_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
 
 
 class TrainingFailure(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     error: str = Field(max_length=2000)
     train_seconds: float
+    train_cpu_seconds: float | None = None
 
 
 REPORT = TypeAdapter(TrainingReport | TrainingFailure)

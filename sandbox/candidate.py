@@ -1,0 +1,111 @@
+"""The harness's side of the OS layers around candidate code: the candidate cgroup and the seccomp filter.
+
+The runner makes one cgroup per evaluation (cgroups.py) and names its `candidate` leaf in the spec. The
+harness opens the files it writes (cgroup.procs to join, cgroup.kill) once, before it confines itself
+(Landlock refuses writes there later), and keeps the descriptors; the files it reads stay readable.
+Then, for every fork that loads candidate code (isolate.py):
+- before the fork, the leaf is emptied: whatever an earlier candidate left running (a CPU burner
+  started to slow the next measurement) is killed before anything is measured again;
+- the fork joins the leaf before it loads anything, so it and everything it starts count against the
+  tree's memory limit and CPU time; then the seccomp filter refuses it new processes unless the task
+  declared that it starts them (seccomp.py);
+- as each message of the fork arrives, the leaf's CPU time is read: from the ready stamp to the result
+  is the call's CPU time, everything it started included (and its exit not);
+- after the fork ended, the leaf is emptied again.
+Without a cgroup the fork still gets the filter where the kernel has seccomp, and its CPU time comes
+from its own resource usage (what it started and did not wait for is not counted).
+"""
+
+import contextlib
+import os
+import signal
+import time
+from typing import Any
+
+from autoresearch_mcp.sandbox.cgroups import read_cpu_ns
+from autoresearch_mcp.sandbox.seccomp import deny_new_processes, seccomp_available
+
+
+class CandidateGroup:
+    """Descriptors on the candidate leaf: its cgroup.procs files (one per hierarchy), cgroup.kill (v2)
+    and its CPU time file."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.procs = list(spec["procs"])
+        self.join_fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in self.procs]
+        self.kill_fd = os.open(spec["kill"], os.O_WRONLY | os.O_CLOEXEC) if spec.get("kill") else None
+        self.cpu_fd = os.open(spec["cpu"], os.O_RDONLY | os.O_CLOEXEC) if spec.get("cpu") else None
+
+    def join(self) -> None:
+        """In the fork, first thing: move this process into the leaf (in every hierarchy)."""
+        for fd in self.join_fds:
+            os.write(fd, b"0")
+
+    def empty(self) -> None:
+        """Kill everything in the leaf and wait until it is empty (v1 needs a loop: a process may fork
+        while it is being killed, up to the pids limit)."""
+        if self.kill_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.kill_fd, b"1")
+        for _ in range(200):
+            # Opened afresh each time: cgroup v1 keeps the list an open file read first for a second.
+            pids = {int(p) for path in self.procs for p in _read(path).split()}
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.001)
+
+    def cpu_ns(self) -> int | None:
+        if self.cpu_fd is None:
+            return None
+        return read_cpu_ns(os.pread(self.cpu_fd, 4096, 0))
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
+
+
+class Setup:
+    """What every candidate fork of this harness gets: set once from the runner's spec."""
+
+    group: CandidateGroup | None = None
+    # Refused unless the runner says the task declared new processes (or seccomp is missing here).
+    deny_processes: bool = seccomp_available()
+
+
+def configure(spec: dict[str, Any]) -> None:
+    """In the harness, before it confines itself: open the candidate leaf, note the process rule."""
+    if spec.get("candidate_cgroup"):
+        Setup.group = CandidateGroup(spec["candidate_cgroup"])
+    Setup.deny_processes = bool(spec.get("deny_processes", Setup.deny_processes))
+
+
+def before_fork() -> None:
+    """In the harness: empty the leaf, so that nothing an earlier candidate started runs on."""
+    if Setup.group is not None:
+        Setup.group.empty()
+
+
+def cpu_now() -> float | None:
+    """The leaf's CPU time so far, in seconds (None without a cgroup, or without CPU accounting)."""
+    if Setup.group is None or (ns := Setup.group.cpu_ns()) is None:
+        return None
+    return ns / 1e9
+
+
+def enter() -> None:
+    """In the fork, before anything of the candidate's loads: join the leaf, then the filter. A filter
+    that cannot be installed where it was promised ends the fork (OSError): no candidate runs without."""
+    if Setup.group is not None:
+        Setup.group.join()
+    if Setup.deny_processes:
+        deny_new_processes()
+
+
+def after_fork() -> None:
+    """In the harness, after the fork was reaped: empty the leaf again."""
+    if Setup.group is not None:
+        Setup.group.empty()

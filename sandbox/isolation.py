@@ -1,0 +1,120 @@
+"""What the sandbox can enforce on this machine, said once at start and listed with every run.
+
+The OS layers are the boundary (docs/sandbox.md): the run's cgroup (memory of the whole tree, processes,
+CPU time, kill before measuring), seccomp (no new processes), namespaces (network, PIDs) and Landlock
+(files, signals). Each is probed here; a run's `isolation` list says what applied to it, and
+`weaker_guarantees()` says, for the server's start-up warning, what is missing and what holds instead.
+"""
+
+import os
+from typing import TYPE_CHECKING
+
+from autoresearch_mcp.sandbox import cgroups, seccomp
+from autoresearch_mcp.sandbox.cgroups import EvaluationCgroup
+from autoresearch_mcp.sandbox.child import landlock_abi
+from autoresearch_mcp.sandbox.namespaces import (
+    AS_USER,
+    PID_FLAGS,
+    network_namespace_available,
+    pid_namespace_available,
+    user_flags,
+)
+
+if TYPE_CHECKING:
+    from autoresearch_mcp.sandbox.runner import Limits
+
+
+def nproc_binds() -> bool:
+    # The kernel never applies RLIMIT_NPROC to root; a mapped root in a user namespace of its own is
+    # counted there, apart from the user's other processes.
+    return os.geteuid() != 0 and user_flags() == AS_USER
+
+
+def process_cap_available() -> bool:
+    """Whether a run's process count can be capped here (a cgroup, or RLIMIT_NPROC that binds)."""
+    return cgroups.cgroup_support().version is not None or nproc_binds()
+
+
+def weaker_guarantees() -> list[str]:
+    """What this machine cannot enforce, each with what holds instead; empty when everything can be."""
+    missing = []
+    support = cgroups.cgroup_support()
+    if support.version is None:
+        missing.append(
+            f"{support.describe()}: memory is limited per process only (RLIMIT_AS: a candidate that "
+            "starts processes can hold that much in each), the process count "
+            + ("by RLIMIT_NPROC" if nproc_binds() else "not at all")
+            + ", CPU time is the forked process's own, and what a candidate starts is killed when the "
+            "run ends (PID namespace), not before each measurement"
+        )
+    if not seccomp.seccomp_available():
+        missing.append(
+            "no seccomp filter here: candidates may fork and exec; the cgroup (if any) still holds "
+            "their memory and process count and is emptied before each measurement"
+        )
+    if not landlock_abi():
+        missing.append("no Landlock: a candidate's process can read what the server's user can read")
+    if not network_namespace_available():
+        missing.append("no network namespace: a candidate can use the network")
+    if not pid_namespace_available():
+        missing.append("no PID namespace: a process that leaves its process group can outlive a run")
+    return missing
+
+
+def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> tuple[list[str], list[str]]:
+    """The unshare flags for a run, and the list of what is enforced for it."""
+    isolation = [
+        f"rlimit: address space {limits.memory_mb} MB, cpu {limits.cpu_s:g} s, files {limits.file_mb} MB",
+        f"wall clock {limits.wall_s:g} s",
+        f"disk quota {limits.disk_mb} MB and {limits.max_files} files in the working directory",
+        "scrubbed environment",
+        "temporary working directory",
+    ]
+    if cgroup is not None:
+        isolation.append(
+            f"{cgroup.support.describe()} for this run: at most {limits.processes} processes and "
+            f"threads; candidate processes and all they start: {limits.memory_mb} MB of memory "
+            "together, their CPU time counted, and killed before each measurement and at the end"
+        )
+    elif nproc_binds():
+        isolation.append(
+            f"processes and threads: at most {limits.processes} (RLIMIT_NPROC; no cgroup: memory per process)"
+        )
+    else:
+        isolation.append(
+            f"process count NOT capped and memory per process only ({cgroups.cgroup_support().describe()})"
+        )
+    if limits.new_processes:
+        isolation.append("new processes allowed (the task declares that it starts them)")
+    elif seccomp.seccomp_available():
+        isolation.append(
+            "no new processes for candidate code (seccomp: fork, clone, exec refused; threads allowed)"
+        )
+    else:
+        isolation.append("new processes NOT refused (no seccomp here)")
+    prefix: list[str] = []
+    if not limits.network and network_namespace_available():
+        prefix += ["--net"]
+        isolation.append("no network (empty network namespace)")
+    elif not limits.network:
+        isolation.append("network NOT isolated (no permission to create a network namespace)")
+    if pid_namespace_available():
+        # Every process the child starts dies with it (the namespace's init is the child), and its own
+        # /proc hides every other process, with their environments.
+        prefix += PID_FLAGS
+        isolation.append("own PID namespace and /proc (stray processes die with it)")
+    else:
+        isolation.append("no PID namespace: a process that leaves its process group can outlive the run")
+    abi = landlock_abi()
+    if abi:
+        isolation.append(
+            f"Landlock ABI {abi}: writes only in the working directory, reads only Python, system "
+            "libraries and the files the task names"
+            + (", no TCP" if abi >= 4 and not limits.network else "")
+            + (", no signals to other processes" if abi >= 6 else "")
+            + "; candidate code runs in a fork nested one Landlock domain deeper, holding no descriptor "
+            "of the harness"
+        )
+    else:
+        isolation.append("filesystem NOT confined (no Landlock): the child can read what this user can")
+    return prefix, isolation
