@@ -221,3 +221,39 @@ async def test_jobs_from_run_reeval_and_query_results_work_for_a_folder_task(set
     assert remeasured["experiments"][0]["params"] == {"x": 0.3, "y": -0.2, "shape": "bowl"}
     assert remeasured["experiments"][0]["metric"] == pytest.approx(0.0)
     assert rows["rows"] == [["bowl", 4]]  # the job, the experiment, its re-evaluation, the re-measure
+
+
+@pytest.mark.asyncio
+async def test_a_script_that_does_not_declare_processes_cannot_start_one_and_one_that_does_can(
+    settings, tmp_path
+):
+    script = (
+        "import subprocess\n"
+        "try:\n"
+        "    subprocess.run(['true'], check=True)\n"
+        "    print('started: 1')\n"
+        "except OSError as exc:\n"
+        "    print('started: 0')\n"
+        "print('loss: 1')\n"
+    )
+    quiet = make_folder(tmp_path / "a", name="quiet", script=script)
+    loud = make_folder(tmp_path / "b", name="loud", script=script, extra="processes = true")
+    async with connected(settings, quiet, loud) as client:
+        started = {}
+        for name in ("quiet", "loud"):
+            run_id = (await call(client, "start_run", {"task": name, "budget": 1}))["run_id"]
+            exp = (await call(client, "run_experiment", {"run_id": run_id, "params": {}}))["experiment"]
+            started[name] = exp["metrics"]["started"]
+    assert started == {"quiet": 0.0, "loud": 1.0}
+
+
+def test_a_command_that_is_not_python_must_declare_processes(tmp_path):
+    folder = make_folder(tmp_path)
+    toml = folder / "autoresearch.toml"
+    toml.write_text(
+        toml.read_text().replace('command = ["python", "train.py"]', 'command = ["bash", "run.sh"]')
+    )
+    with pytest.raises(ResearchError, match="declare `processes = true`"):
+        load_folder(folder)
+    toml.write_text(toml.read_text().replace("timeout_s =", "processes = true\ntimeout_s ="))
+    assert load_folder(folder).spec.task.processes

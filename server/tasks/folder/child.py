@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
+from autoresearch_mcp.sandbox import candidate, seccomp
 from autoresearch_mcp.sandbox.child import confine_fork, confine_reads
 
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
@@ -82,19 +83,59 @@ def _environment(payload: dict[str, Any], work: Path) -> dict[str, str]:
     return env
 
 
+# Run by the interpreter as `python -c BOOT ARGS...` after seccomp.py's own source (self-contained: any
+# CPython runs it, the server's package or not): install the filter, then run the script (or `-m
+# module`, or `-c code`) as `python ARGS...` would, its folder first on sys.path (not its real one: a
+# copied or linked script must import the run's versions of its neighbours).
+BOOT_TAIL = """
+import os as _os, runpy as _runpy, sys as _sys
+deny_new_processes()
+_args = _sys.argv[1:]
+if _args[0] == "-m":
+    _sys.argv = _args[1:]
+    _runpy.run_module(_args[1], run_name="__main__", alter_sys=True)
+elif _args[0] == "-c":
+    _sys.argv = ["-c", *_args[2:]]
+    exec(compile(_args[1], "<string>", "exec"), {"__name__": "__main__"})
+else:
+    _sys.argv = _args
+    _sys.path[0] = _os.path.dirname(_os.path.abspath(_args[0]))
+    _runpy.run_path(_args[0], run_name="__main__")
+"""
+
+
+def without_new_processes(command: list[str], python: str) -> list[str]:
+    """`command` (whose first word is the interpreter) with the seccomp filter installed before the
+    script's first line: the interpreter's own options stay in front of `-c`."""
+    rest = command[1:]
+    options = []
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        options.append(rest.pop(0))
+    if not rest:
+        raise ValueError("the command names no script, -m module or -c code after the interpreter")
+    boot = Path(seccomp.__file__).read_text(encoding="utf-8") + BOOT_TAIL
+    return [python, *options, "-c", boot, *rest]
+
+
 def run_command(payload: dict[str, Any]) -> dict[str, Any]:
     work = Path.cwd()
     folder = Path(payload["folder_path"])
     lay_out(folder, work, payload["files"])
     python = Path(payload["python_path"])
     interpreter = {python.parent.parent, python.resolve().parent.parent}  # a venv and its base
+    command = payload["command"]
+    if candidate.Setup.deny_processes:  # the task did not declare processes; seccomp is here
+        command = without_new_processes(command, str(python))
     confine_reads([folder, *payload["reads"], *interpreter])
 
-    def confine_script() -> None:  # in the child, before exec: one Landlock domain deeper
+    def confine_script() -> None:  # in the child, before exec: its cgroup leaf, one Landlock domain deeper
+        if candidate.Setup.group is not None:
+            candidate.Setup.group.join()
         confine_fork(work)
 
+    candidate.before_fork()  # nothing an earlier run of the script left behind runs on
     proc = subprocess.Popen(
-        payload["command"],
+        command,
         cwd=work,
         env=_environment(payload, work),
         stdin=subprocess.DEVNULL,
@@ -120,6 +161,7 @@ def run_command(payload: dict[str, Any]) -> dict[str, Any]:
         proc.wait()
     for reader in readers:
         reader.join(timeout=5)
+    candidate.after_fork()  # what the script started and left running dies with the experiment
     return {
         "returncode": proc.returncode,
         "timed_out": timed_out,

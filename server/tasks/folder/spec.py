@@ -112,6 +112,17 @@ class TaskSection(BaseModel):
     )
 
     @model_validator(mode="after")
+    def _no_processes_needs_python(self) -> "TaskSection":
+        # Without `processes`, a seccomp filter refuses new processes; only a Python interpreter can
+        # install it before the script's first line (any other program would be refused its own exec).
+        if not self.processes and self.command[0] != "python" and self.command[0] != self.python:
+            raise ValueError(
+                f"command: {self.command[0]!r} is not `python`, and only a Python command runs without new "
+                "processes; declare `processes = true` if this program may start processes"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _files_stay_inside(self) -> "TaskSection":
         for file in self.edit:
             path = PurePosixPath(file)

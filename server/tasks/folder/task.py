@@ -110,6 +110,7 @@ class FolderTask(Task):
             disk_mb=4096,
             max_files=100_000,
             processes=64 + 4 * task.threads,
+            new_processes=task.processes,
         )
         # No absolute path: list_runs and the views show options to models.
         return {
