@@ -11,6 +11,7 @@ from typing import NoReturn
 from autoresearch_mcp import __version__
 from autoresearch_mcp.client import compare, inspect_cmd, run_cmd
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server import import_cmd
 from autoresearch_mcp.server import main as serve
 from autoresearch_mcp.server.dashboard import cli as dashboard_cli
 
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_cmd.configure(sub)
     inspect_cmd.configure(sub)
+    import_cmd.configure(sub)
     compare.configure(sub)
     dashboard_cli.configure(sub)
     serve.configure(sub)

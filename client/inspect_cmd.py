@@ -7,7 +7,6 @@ them through MCP (a spawned stdio server on --db, or a running one at --server-u
 import argparse
 import csv
 import io
-import json
 import os
 import re
 import sys
@@ -21,6 +20,7 @@ from typing import Any, get_args
 import anyio
 
 from autoresearch_mcp.client.connect import ResearchClient, connect
+from autoresearch_mcp.client.run_document import run_document
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment, QueryResult, Run, RunStatus, SummaryText
@@ -279,11 +279,9 @@ def csv_rows(experiments: list[Experiment]) -> tuple[list[str], list[dict[str, A
 async def export_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     run = await resolve_run(rc, args.run_id)
     history = await rc.history(run.id)
-    if args.format == "json":
-        text = json.dumps(
-            {"run": run.model_dump(mode="json"), "experiments": [e.model_dump(mode="json") for e in history]},
-            indent=2,
-        )
+    if args.format == "json":  # what `autoresearch-mcp import` reads back
+        document = await run_document(rc, run, history)
+        text = document.model_dump_json(indent=2, exclude=None if document.note else {"note"})
     else:
         header, rows = csv_rows(history)
         buffer = io.StringIO()
