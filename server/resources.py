@@ -9,13 +9,15 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import RunList, TaskList
 from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.runs import HISTORY_PAGE
 from autoresearch_mcp.server.tasks.registry import task_names
 
 RUNS_URI = "autoresearch://runs"
+RUN_URI = "autoresearch://runs/{run_id}"
 SUMMARY_URI = "autoresearch://runs/{run_id}/summary"
 HISTORY_URI = "autoresearch://runs/{run_id}/history"
 TRAIN_PY_URI = "autoresearch://runs/{run_id}/train.py"
-RUN_TEMPLATES = (SUMMARY_URI, HISTORY_URI, TRAIN_PY_URI)
+RUN_TEMPLATES = (RUN_URI, SUMMARY_URI, HISTORY_URI, TRAIN_PY_URI)
 
 
 def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
@@ -37,6 +39,12 @@ def register(mcp: MCPServer, research: Research) -> None:
         """Every run with task, status, best and budget used."""
         return RunList(runs=service.list_runs()).model_dump_json()
 
+    @mcp.resource(RUN_URI, name="run", mime_type="application/json")
+    @_not_found
+    def run_resource(run_id: str) -> str:
+        """One run with task, status, best and budget used (what autoresearch://runs lists for each)."""
+        return service.get_run(run_id).model_dump_json()
+
     @mcp.resource(SUMMARY_URI, name="run-summary", mime_type="text/plain")
     @_not_found
     def summary_resource(run_id: str) -> str:
@@ -46,8 +54,9 @@ def register(mcp: MCPServer, research: Research) -> None:
     @mcp.resource(HISTORY_URI, name="run-history", mime_type="application/json")
     @_not_found
     def history_resource(run_id: str) -> str:
-        """Every experiment of the run, in iteration order."""
-        return service.history(run_id, None, 0, "iteration", None).model_dump_json()
+        """The run's latest experiments (a page, in iteration order, with the total): the whole
+        history, page by page, is get_experiment_history's."""
+        return service.history(run_id, HISTORY_PAGE, 0, "iteration", None).model_dump_json()
 
     @mcp.resource(TRAIN_PY_URI, name="run-train-py", mime_type="text/x-python")
     @_not_found
