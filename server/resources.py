@@ -1,7 +1,7 @@
 """Resources: autoresearch://runs, per run its summary, history and train.py; autoresearch://tasks."""
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
@@ -31,6 +31,17 @@ def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
     return wrapper
 
 
+def _on_the_loop(fn: Callable[..., str]) -> Callable[..., Awaitable[str]]:
+    """A resource read on the event loop rather than a worker thread: for the few indexed reads that
+    cost less than the hop to a thread (the run and its summary, read every turn)."""
+
+    @functools.wraps(fn)
+    async def read(**params: str) -> str:
+        return _not_found(fn)(**params)
+
+    return read
+
+
 def register(mcp: MCPServer, research: Research) -> None:
     service = research.runs
 
@@ -40,13 +51,13 @@ def register(mcp: MCPServer, research: Research) -> None:
         return RunList(runs=service.list_runs()).model_dump_json()
 
     @mcp.resource(RUN_URI, name="run", mime_type="application/json")
-    @_not_found
+    @_on_the_loop
     def run_resource(run_id: str) -> str:
         """One run with task, status, best and budget used (what autoresearch://runs lists for each)."""
         return service.get_run(run_id).model_dump_json()
 
     @mcp.resource(SUMMARY_URI, name="run-summary", mime_type="text/plain")
-    @_not_found
+    @_on_the_loop
     def summary_resource(run_id: str) -> str:
         """The bounded summary the agent reads every turn; subscribe to hear when an experiment ends."""
         return service.summary(run_id)
