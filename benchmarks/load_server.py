@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
 
-    def floor(run_id: str | None = None) -> SummaryText:
+    async def floor(run_id: str | None = None) -> SummaryText:
         """get_run_summary's shape with nothing behind it (the load test's floor)."""
         return SummaryText(run_id=run_id or "-", summary=FLOOR_TEXT)
 

@@ -29,6 +29,7 @@ import importlib
 import os
 import platform
 import re
+import resource
 import shlex
 import socket
 import statistics
@@ -77,6 +78,7 @@ class LoadResult:
     read_seconds: float = 0.0
     experiments: int = 0
     summaries_while_running: int = 0  # get_run_summary answers that showed an experiment in flight
+    cpu_s: tuple[float, ...] = ()  # CPU seconds over the read phase: the clients' process, the server's
     load_before: tuple[float, float, float] = field(default_factory=_load_average)
 
     @property
@@ -110,7 +112,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def http_server(db: Path, data_dir: Path, profile: Path | None = None) -> Iterator[str]:
+def http_server(
+    db: Path, data_dir: Path, profile: Path | None = None, pids: list[int] | None = None
+) -> Iterator[str]:
     """`serve --transport http` on a free loopback port; yields the MCP URL; stopped on exit. With
     `profile`, the server is sampled (py-spy) while it serves."""
     port = _free_port()
@@ -143,6 +147,8 @@ def http_server(db: Path, data_dir: Path, profile: Path | None = None) -> Iterat
                     break
                 except OSError:
                     time.sleep(0.05)
+            if pids is not None:
+                pids.append(proc.pid)
             if profile is None:
                 yield f"http://127.0.0.1:{port}/mcp"
             else:
@@ -242,7 +248,8 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
         db, data_dir = Path(tmp) / "runs.db", Path(tmp) / "data"
         if config.experiments:
             _sibling("load_server").prefill(db, config.experiments)
-        with servers(config, db, data_dir) as target:
+        pids: list[int] = []
+        with servers(config, db, data_dir, pids) as target:
             async with AsyncExitStack() as stack:
                 clients = [
                     await stack.enter_async_context(connect(target(i))) for i in range(config.clients + 1)
@@ -262,6 +269,7 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                         ):
                             await anyio.sleep(0.02)
                     begin = time.monotonic()
+                    cpu = _cpu_seconds(pids)
                     deadline = begin + config.max_seconds
                     per_client = [config.calls // config.clients] * config.clients
                     for i in range(config.calls % config.clients):
@@ -270,19 +278,35 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                         for client, calls in zip(readers, per_client, strict=True):
                             reads.start_soon(_read, client, run_id, calls, deadline, result)
                     result.read_seconds = time.monotonic() - begin
+                    result.cpu_s = tuple(
+                        after - before for after, before in zip(_cpu_seconds(pids), cpu, strict=True)
+                    )
                     done.set()
     return result
 
 
 @contextmanager
-def servers(config: LoadConfig, db: Path, data_dir: Path) -> Iterator[Any]:
-    """Yields target(i): what client i connects to (the one HTTP URL, or its own stdio server)."""
+def servers(config: LoadConfig, db: Path, data_dir: Path, pids: list[int]) -> Iterator[Any]:
+    """Yields target(i): what client i connects to (the one HTTP URL, or its own stdio server); `pids`
+    gets the HTTP server's process id."""
     if config.transport == "http":
-        with http_server(db, data_dir, config.profile) as url:
+        with http_server(db, data_dir, config.profile, pids) as url:
             yield lambda i: url
         return
     params = StdioServerParameters(command=sys.executable, args=_serve_args(db), env=_env(data_dir))
     yield lambda i: params
+
+
+def _cpu_seconds(pids: list[int]) -> tuple[float, ...]:
+    """CPU seconds so far of this process (the clients, the driver among them) and of each server."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    mine = usage.ru_utime + usage.ru_stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    theirs = []
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        theirs.append((int(fields[11]) + int(fields[12])) / ticks)  # utime, stime
+    return (mine, *theirs)
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -340,6 +364,13 @@ def report(result: LoadResult, command: str) -> str:
         f"{result.summaries_while_running} of {len(result.latencies['get_run_summary'])} summaries showed one "
         f"running. Errors: **{len(result.errors)}**.",
     ]
+    if len(result.cpu_s) == 2 and result.calls:
+        clients, server = (1000 * seconds / result.calls for seconds in result.cpu_s)
+        lines += [
+            "",
+            f"CPU per read call over the read phase: the server {server:.1f} ms, the clients' process "
+            f"{clients:.1f} ms (both on the same {os.cpu_count()} cores, with whatever else runs there).",
+        ]
     if result.errors:
         lines += ["", "First errors:", "", *[f"- `{e}`" for e in result.errors[:10]]]
     if c.profile is not None:
