@@ -374,7 +374,9 @@ def report(result: LoadResult, command: str) -> str:
     if result.errors:
         lines += ["", "First errors:", "", *[f"- `{e}`" for e in result.errors[:10]]]
     if c.profile is not None:
-        lines += _sibling("server_profile").report_lines(c.profile)
+        lines += _sibling("server_profile").report_lines(
+            c.profile, ("get_run_summary", "floor", *READ_TOOLS[3:])
+        )
     return "\n".join(lines) + "\n"
 
 

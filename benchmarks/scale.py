@@ -44,6 +44,7 @@ SIZES = (100, 1_000, 10_000, 100_000)
 RUN_ID = "r-5ca1e00000"
 TASK = "hpo-covertype"
 SAMPLE_S = 8.0  # at most this long per measurement (at least 3 samples, at most 25)
+LOAD_BEFORE = os.getloadavg()[0]
 STDIO_CALL_S = 120.0  # a call over stdio not answered by then is reported as such
 PARAMS: dict[str, tuple[float, float, bool]] = {  # name -> (low, high, integer)
     "n_estimators": (10, 1000, True),
@@ -255,7 +256,8 @@ def report(after: list[dict[str, Any]], before: list[dict[str, Any]] | None, com
         "",
         f"Command: `{command}`",
         "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} logical CPUs (shared with other jobs), Python "
+        f"Machine: {platform.platform()}, {os.cpu_count()} logical CPUs (shared with other jobs: 1-minute load "
+        f"average {LOAD_BEFORE:.2f} before the run, {os.getloadavg()[0]:.2f} after), Python "
         f"{platform.python_version()}. Medians of up to 25 calls (at least 3) per cell. An hpo-covertype run "
         "built with bulk SQL inserts (90% ok, 5% crash, 5% timeout, a refused repeat every 50, ten notes).",
         "",
@@ -266,11 +268,11 @@ def report(after: list[dict[str, Any]], before: list[dict[str, Any]] | None, com
         ),
         *table(after, before),
         "",
-        f"Summary in process at {large['n']:,}: {large['summary_ms']:.2f} ms, "
+        f"Summary in process at {large['n']:,}: {fmt(large['summary_ms'], 'ms')}, "
         f"{large['summary_ms'] / small['summary_ms']:.2f}x its time at {small['n']:,} (target: at most 10 ms and "
-        f"1.5x); over stdio {large['summary_stdio_ms']:.2f} ms (target: at most 50 ms). Default history page "
-        f"at {large['n']:,}: {large['history_ms']:.2f} ms in process, {large['history_stdio_ms']:.2f} ms over "
-        "stdio (target: at most 100 ms).",
+        f"1.5x); over stdio {fmt(large['summary_stdio_ms'], 'ms')} (target: at most 50 ms). Default history "
+        f"page at {large['n']:,}: {fmt(large['history_ms'], 'ms')} in process, "
+        f"{fmt(large['history_stdio_ms'], 'ms')} over stdio (target: at most 100 ms).",
         "",
         "Build (bulk SQL, one transaction): "
         + ", ".join(f"{row['n']:,} in {row['build_s']:.1f} s" for row in after)

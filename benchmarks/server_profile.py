@@ -69,7 +69,19 @@ def by_layer(raw: Path) -> tuple[int, list[tuple[str, float]]]:
     return total, [(layer, n / total) for layer, n in counts.most_common()] if total else []
 
 
-def report_lines(raw: Path) -> list[str]:
+def inside(raw: Path, functions: tuple[str, ...]) -> dict[str, float]:
+    """Share of samples with each function anywhere on the stack (its own work and what it called)."""
+    counts: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        total += int(n)
+        frames = {frame.split(" (")[0].rpartition(".")[2] for frame in stack.split(";")}
+        counts.update({name: int(n) for name in functions if name in frames})
+    return {name: counts[name] / total for name in functions} if total else {}
+
+
+def report_lines(raw: Path, tools: tuple[str, ...] = ()) -> list[str]:
     if not raw.is_file():
         return ["", "No profile: py-spy was not found (pip install py-spy)."]
     total, shares = by_layer(raw)
@@ -81,4 +93,13 @@ def report_lines(raw: Path) -> list[str]:
         "| layer | share of CPU samples |",
         "|---|---|",
     ]
-    return lines + [f"| {layer} | {share:.0%} |" for layer, share in shares]
+    lines += [f"| {layer} | {share:.0%} |" for layer, share in shares]
+    if tools:
+        shares_in = inside(raw, tools)
+        lines += [
+            "",
+            "Inside each tool's own function (with what it called: the run lookup, the store, the render): "
+            + ", ".join(f"`{name}` {share:.1%}" for name, share in shares_in.items())
+            + " of the samples. The rest of a call is the SDK's: transport, dispatch, validation, threads.",
+        ]
+    return lines
