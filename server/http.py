@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import uvicorn
@@ -175,13 +176,20 @@ def serve_http(
         "bearer token required" if token else "no token: loopback only",
     )
     log.info("run dashboard at http://%s:%d%s/", host, port, DASHBOARD_PATH)
-    uvicorn.Server(uvicorn_config(app, host, port)).run()
+    uvicorn.run(app, **uvicorn_options(host, port))
+
+
+def uvicorn_options(host: str, port: int, header_timeout_s: float = HEADER_TIMEOUT_S) -> dict[str, Any]:
+    """How the app is served: h11 with a deadline on each request's headers (http_timeouts.py)."""
+    return {
+        "host": host,
+        "port": port,
+        "log_level": "warning",
+        "http": h11_with_header_deadline(header_timeout_s),
+    }
 
 
 def uvicorn_config(
     app: Starlette, host: str, port: int, header_timeout_s: float = HEADER_TIMEOUT_S
 ) -> uvicorn.Config:
-    """How the app is served: h11 with a deadline on each request's headers (http_timeouts.py)."""
-    return uvicorn.Config(
-        app, host=host, port=port, log_level="warning", http=h11_with_header_deadline(header_timeout_s)
-    )
+    return uvicorn.Config(app, **uvicorn_options(host, port, header_timeout_s))
