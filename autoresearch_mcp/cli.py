@@ -14,8 +14,8 @@ from typing import NoReturn
 from autoresearch_mcp import __version__
 from autoresearch_mcp.client import compare, export_cmd, folder_cmd, inspect_cmd, run_cmd, stop_cmd
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server import import_cmd, manage
 from autoresearch_mcp.server import main as serve
-from autoresearch_mcp.server import manage
 from autoresearch_mcp.server.dashboard import cli as dashboard_cli
 
 PROG = "autoresearch-mcp"
@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     export_cmd.configure(sub)
     stop_cmd.configure(sub)
     manage.configure(sub)
+    import_cmd.configure(sub)
     compare.configure(sub)
     folder_cmd.configure(sub)
     dashboard_cli.configure(sub)

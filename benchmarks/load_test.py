@@ -4,21 +4,32 @@ One `autoresearch-mcp serve --transport http` on a free 127.0.0.1 port (or, with
 stdio server process per client, all on the same database), a fresh temporary database, and the
 test-only toy task (tests/toy_task.py, loaded as a task plugin). A driver client keeps an experiment in
 flight the whole time (toy experiments that sleep in the sandbox); N reader clients call get_run_summary,
-get_experiment_history and list_runs in turn, as fast as the server answers, until the request budget
-is spent or the time limit passes. It binds loopback only, sends a bounded number of requests, and
-stops by itself.
+get_experiment_history, list_runs and MCP `ping` in turn, as fast as the server answers, until the
+request budget is spent or the time limit passes. It binds loopback only, sends a bounded number of
+requests, and stops by itself.
 
-Reports per-tool latency (p50, p95, p99, max), read throughput (calls/s over the read phase) and the
+Two floors stand beside them. `server/discover` (what a client sends first; the 2026-07-28 protocol has
+no ping) goes through the same transport and JSON-RPC dispatch and touches no tool, thread or database.
+`floor` is a tool of get_run_summary's shape (a sync tool returning a run id and a summary-sized text)
+with nothing behind it: what any tool call costs in the SDK. What get_run_summary costs above `floor`
+is this server's own work. To have it, the server is `serve`'s own app and transport (build_http_app and
+uvicorn_config, or serve_stdio) plus that one tool: benchmarks/load_server.py.
+`--experiments N` starts the run with N experiments already recorded (written through the import path
+before the server starts), to measure reads on a long run.
+
+Reports per-call latency (p50, p95, p99, max), read throughput (calls/s over the read phase) and the
 error count (error results and exceptions; it should be 0). Clients run in this one Python process
 (asyncio), so latencies include client-side work on the same cores as the server side.
 
-    python benchmarks/load_test.py --clients 8 --calls 2000 --out benchmarks/load_test.md
+    python benchmarks/load_test.py --clients 8 --calls 2000 [--experiments 100000] --out benchmarks/load_test.md
 """
 
 import argparse
+import importlib
 import os
 import platform
 import re
+import resource
 import shlex
 import socket
 import statistics
@@ -39,7 +50,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
 TOY_TASK_DIR = ROOT / "tests"  # tests/toy_task.py: a plugin task that only sleeps and scores a quadratic
-READ_TOOLS = ("get_run_summary", "get_experiment_history", "list_runs")
+READ_TOOLS = ("get_run_summary", "floor", "discover", "get_experiment_history", "list_runs")
 START_TIMEOUT_S = 60.0
 CALL_TIMEOUT_S = 60.0
 
@@ -55,6 +66,8 @@ class LoadConfig:
     max_seconds: float = 120.0
     experiment_sleep: float = 0.5  # seconds each driver experiment holds the sandbox
     transport: Literal["http", "stdio"] = "http"
+    experiments: int = 0  # recorded before the load starts
+    profile: Path | None = None  # HTTP: py-spy samples of the server, written here (server_profile.py)
 
 
 @dataclass
@@ -65,6 +78,7 @@ class LoadResult:
     read_seconds: float = 0.0
     experiments: int = 0
     summaries_while_running: int = 0  # get_run_summary answers that showed an experiment in flight
+    cpu_s: tuple[float, ...] = ()  # CPU seconds over the read phase: the clients' process, the server's
     load_before: tuple[float, float, float] = field(default_factory=_load_average)
 
     @property
@@ -88,7 +102,7 @@ def _env(data_dir: Path) -> dict[str, str]:
 
 
 def _serve_args(db: Path) -> list[str]:
-    return ["-m", "autoresearch_mcp.cli", "serve", "--db", str(db), "--workers", "1"]
+    return [str(Path(__file__).resolve().parent / "load_server.py"), "--db", str(db)]
 
 
 def _free_port() -> int:
@@ -98,8 +112,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def http_server(db: Path, data_dir: Path) -> Iterator[str]:
-    """`serve --transport http` on a free loopback port; yields the MCP URL; stopped on exit."""
+def http_server(
+    db: Path, data_dir: Path, profile: Path | None = None, pids: list[int] | None = None
+) -> Iterator[str]:
+    """`serve --transport http` on a free loopback port; yields the MCP URL; stopped on exit. With
+    `profile`, the server is sampled (py-spy) while it serves."""
     port = _free_port()
     log = db.parent / "server.log"
     with log.open("w") as out:
@@ -130,7 +147,13 @@ def http_server(db: Path, data_dir: Path) -> Iterator[str]:
                     break
                 except OSError:
                     time.sleep(0.05)
-            yield f"http://127.0.0.1:{port}/mcp"
+            if pids is not None:
+                pids.append(proc.pid)
+            if profile is None:
+                yield f"http://127.0.0.1:{port}/mcp"
+            else:
+                with _sibling("server_profile").sampled(proc.pid, profile):
+                    yield f"http://127.0.0.1:{port}/mcp"
         finally:
             proc.terminate()
             try:
@@ -138,6 +161,14 @@ def http_server(db: Path, data_dir: Path) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _sibling(name: str) -> Any:
+    """A module beside this file (server_profile, load_server), imported when it is needed."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    return importlib.import_module(name)
 
 
 @asynccontextmanager
@@ -181,6 +212,7 @@ async def _drive(
 async def _read(client: Client, run_id: str, calls: int, deadline: float, result: LoadResult) -> None:
     args = {
         "get_run_summary": {"run_id": run_id},
+        "floor": {"run_id": run_id},
         "get_experiment_history": {"run_id": run_id, "last": 20},
         "list_runs": {},
     }
@@ -190,6 +222,11 @@ async def _read(client: Client, run_id: str, calls: int, deadline: float, result
         tool = READ_TOOLS[i % len(READ_TOOLS)]
         started = time.perf_counter()
         try:
+            if tool == "discover":
+                with anyio.fail_after(CALL_TIMEOUT_S):
+                    await client.session.send_discover(client.protocol_version)  # sent every time
+                result.latencies[tool].append(time.perf_counter() - started)
+                continue
             body = await _call(client, tool, args[tool])
         except Exception as exc:
             result.errors.append(f"{tool}: {exc!r}"[:300])
@@ -209,14 +246,20 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
     result = LoadResult(config)
     with tempfile.TemporaryDirectory(prefix="autoresearch-load-", dir=workdir) as tmp:
         db, data_dir = Path(tmp) / "runs.db", Path(tmp) / "data"
-        with servers(config, db, data_dir) as target:
+        if config.experiments:
+            _sibling("load_server").prefill(db, config.experiments)
+        pids: list[int] = []
+        with servers(config, db, data_dir, pids) as target:
             async with AsyncExitStack() as stack:
                 clients = [
                     await stack.enter_async_context(connect(target(i))) for i in range(config.clients + 1)
                 ]
                 driver, readers = clients[0], clients[1:]
-                started = await _call(driver, "start_run", {"task": "toy-quadratic", "budget": 10_000})
-                run_id = started["run_id"]
+                if config.experiments:
+                    run_id = _sibling("load_server").PREFILLED
+                else:
+                    started = await _call(driver, "start_run", {"task": "toy-quadratic", "budget": 10_000})
+                    run_id = started["run_id"]
                 done = anyio.Event()
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_drive, driver, run_id, config, done, result)
@@ -226,6 +269,7 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                         ):
                             await anyio.sleep(0.02)
                     begin = time.monotonic()
+                    cpu = _cpu_seconds(pids)
                     deadline = begin + config.max_seconds
                     per_client = [config.calls // config.clients] * config.clients
                     for i in range(config.calls % config.clients):
@@ -234,19 +278,35 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                         for client, calls in zip(readers, per_client, strict=True):
                             reads.start_soon(_read, client, run_id, calls, deadline, result)
                     result.read_seconds = time.monotonic() - begin
+                    result.cpu_s = tuple(
+                        after - before for after, before in zip(_cpu_seconds(pids), cpu, strict=True)
+                    )
                     done.set()
     return result
 
 
 @contextmanager
-def servers(config: LoadConfig, db: Path, data_dir: Path) -> Iterator[Any]:
-    """Yields target(i): what client i connects to (the one HTTP URL, or its own stdio server)."""
+def servers(config: LoadConfig, db: Path, data_dir: Path, pids: list[int]) -> Iterator[Any]:
+    """Yields target(i): what client i connects to (the one HTTP URL, or its own stdio server); `pids`
+    gets the HTTP server's process id."""
     if config.transport == "http":
-        with http_server(db, data_dir) as url:
+        with http_server(db, data_dir, config.profile, pids) as url:
             yield lambda i: url
         return
     params = StdioServerParameters(command=sys.executable, args=_serve_args(db), env=_env(data_dir))
     yield lambda i: params
+
+
+def _cpu_seconds(pids: list[int]) -> tuple[float, ...]:
+    """CPU seconds so far of this process (the clients, the driver among them) and of each server."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    mine = usage.ru_utime + usage.ru_stime
+    ticks = os.sysconf("SC_CLK_TCK")
+    theirs = []
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        theirs.append((int(fields[11]) + int(fields[12])) / ticks)  # utime, stime
+    return (mine, *theirs)
 
 
 def _ms(values: list[float], q: float) -> str:
@@ -276,11 +336,18 @@ def report(result: LoadResult, command: str) -> str:
         )
         + f"; {c.clients} reader clients, {c.calls} read calls in total (bounded by {c.max_seconds:g} s); "
         "one driver client running toy-quadratic experiments that each sleep "
-        f"{c.experiment_sleep:g} s in the sandbox, back to back, so an experiment is in flight throughout. "
-        "The clients share one Python process (asyncio) with each other, on the same cores as the server "
-        "side.",
+        f"{c.experiment_sleep:g} s in the sandbox, back to back, so an experiment is in flight throughout"
+        + (
+            f", on a run that had {c.experiments:,} experiments recorded before the load began"
+            if c.experiments
+            else ", on a fresh run"
+        )
+        + ". The clients share one Python process (asyncio) with each other, on the same cores as the "
+        "server side. The floors: `discover` (server/discover: the transport and the JSON-RPC dispatch, "
+        "no tool, no database) and `floor` (a tool of get_run_summary's shape with nothing behind it: "
+        "what any tool call costs in the SDK).",
         "",
-        "| tool | calls | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | mean (ms) |",
+        "| call | calls | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) | mean (ms) |",
         "|---|---|---|---|---|---|---|",
     ]
     for tool, values in result.latencies.items():
@@ -297,25 +364,47 @@ def report(result: LoadResult, command: str) -> str:
         f"{result.summaries_while_running} of {len(result.latencies['get_run_summary'])} summaries showed one "
         f"running. Errors: **{len(result.errors)}**.",
     ]
+    if len(result.cpu_s) == 2 and result.calls:
+        clients, server = (1000 * seconds / result.calls for seconds in result.cpu_s)
+        lines += [
+            "",
+            f"CPU per read call over the read phase: the server {server:.1f} ms, the clients' process "
+            f"{clients:.1f} ms (both on the same {os.cpu_count()} cores, with whatever else runs there).",
+        ]
     if result.errors:
         lines += ["", "First errors:", "", *[f"- `{e}`" for e in result.errors[:10]]]
+    if c.profile is not None:
+        lines += _sibling("server_profile").report_lines(
+            c.profile, ("get_run_summary", "floor", *READ_TOOLS[3:])
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=8, help="reader clients (default 8)")
     parser.add_argument("--calls", type=int, default=2000, help="read calls in total (default 2000)")
     parser.add_argument("--max-seconds", type=float, default=120.0, help="stop reading after this long")
     parser.add_argument("--experiment-sleep", type=float, default=0.5, help="seconds per driver experiment")
     parser.add_argument("--transport", choices=["http", "stdio"], default="http")
+    parser.add_argument("--experiments", type=int, default=0, help="experiments recorded before the load")
+    parser.add_argument("--profile", type=Path, help="HTTP: sample the server with py-spy, raw stacks here")
     parser.add_argument("--out", type=Path, help="also write the Markdown report here")
     args = parser.parse_args(argv)
     if not 1 <= args.clients <= 64 or not 1 <= args.calls <= 100_000 or not 0 < args.max_seconds <= 3600:
         parser.error("bounds: 1..64 clients, 1..100000 calls, 0..3600 s")
-    config = LoadConfig(args.clients, args.calls, args.max_seconds, args.experiment_sleep, args.transport)
+    config = LoadConfig(
+        args.clients,
+        args.calls,
+        args.max_seconds,
+        args.experiment_sleep,
+        args.transport,
+        args.experiments,
+        args.profile.resolve() if args.profile else None,
+    )
     result = anyio.run(run_load, config)
-    command = "python benchmarks/load_test.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = "python benchmarks/load_test.py " + shlex.join(argv)
     text = report(result, command.strip())
     print(text)
     if args.out:

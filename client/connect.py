@@ -122,10 +122,14 @@ class ResearchClient:
         return RunList.model_validate_json(contents[0].text).runs  # type: ignore[union-attr]
 
     async def run(self, run_id: str) -> Run:
-        for run in await self.runs():
-            if run.id == run_id:
-                return run
-        raise ResearchError(f"no run {run_id} on this server (`runs` lists them)", kind="unknown_run")
+        """One run (the agent reads it every turn: one row, however many runs the server keeps)."""
+        try:
+            contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}")).contents
+        except MCPError:  # the resource answers an unknown run with "not found"
+            raise ResearchError(
+                f"no run {run_id} on this server (`runs` lists them)", kind="unknown_run"
+            ) from None
+        return Run.model_validate_json(contents[0].text)  # type: ignore[union-attr]
 
     async def tasks(self) -> list[TaskInfo]:
         contents = (await self.client.read_resource("autoresearch://tasks")).contents

@@ -7,7 +7,6 @@ stderr, since the numbers in it came from no language model.
 import argparse
 import csv
 import io
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.inspect_cmd import add_server_arguments, drive, resolve_run
 from autoresearch_mcp.client.live import SCRIPTED_NOTE
+from autoresearch_mcp.client.run_document import run_document
 from autoresearch_mcp.contract.models import Experiment
 
 
@@ -53,12 +53,11 @@ def csv_rows(experiments: list[Experiment], llm: str | None = None) -> tuple[lis
 async def export_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     run = await resolve_run(rc, args.run_id)
     history = await rc.history(run.id)
-    if args.format == "json":
-        document: dict[str, Any] = {"run": run.model_dump(mode="json")}
+    if args.format == "json":  # what `autoresearch-mcp import` reads back
+        document = await run_document(rc, run, history)
         if run.scripted:
-            document["note"] = SCRIPTED_NOTE
-        document["experiments"] = [e.model_dump(mode="json") for e in history]
-        text = json.dumps(document, indent=2)
+            document.note = SCRIPTED_NOTE
+        text = document.model_dump_json(indent=2, exclude=None if document.note else {"note"})
     else:
         header, rows = csv_rows(history, run.llm)
         buffer = io.StringIO()

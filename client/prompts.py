@@ -61,19 +61,20 @@ def text_nudge(reply: str, latest_version: int, used: int) -> str:
 def repeat_hint(
     tool: str,
     params: dict[str, object],
-    tried: dict[str, list[object]],
+    distinct: dict[str, int],
     refusals: int,
     schema: dict[str, Any] | None = None,
 ) -> str:
     """Added to an exact-repeat refusal: a small model that copies an earlier configuration needs to
     be told which value to change (it ignores a general "try different params") and which way (the
     task's params `schema` gives the bounds: at one, only the other way is named). `params`: the
-    configuration the refused call resolved to (the experiment it repeats); `tried`: every param of
-    the task, in schema order, with the values it took so far. The param named rotates with
-    each refusal over the least varied ones first; capable models never repeat, so never see it."""
+    configuration the refused call resolved to (the experiment it repeats); `distinct`: every param of
+    the task, in schema order, with how many distinct values it took so far (both from the refusal's
+    detail). The param named rotates with each refusal over the least varied ones first; capable
+    models never repeat, so never see it."""
     if tool == "run_benchmark":
         return "This version of train.py is already benchmarked: change it with modify_train_py first."
-    names = least_varied_first({n: len(values) for n, values in tried.items()}) or sorted(params)
+    names = least_varied_first(distinct) or sorted(params)
     if not names:
         return "Set at least one parameter to a value not tried yet."
     name = names[refusals % len(names)]

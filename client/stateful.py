@@ -42,7 +42,7 @@ from autoresearch_mcp.client.prompts import (
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
 from autoresearch_mcp.client.tools import agent_tools
 from autoresearch_mcp.contract.errors import error_headline
-from autoresearch_mcp.contract.models import ArtifactInfo, Experiment, ExperimentResult
+from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 MAX_RESULT_CHARS = 3000
@@ -242,17 +242,20 @@ class StatefulAgent(Agent):
                 if not outcome.ok:
                     self.refused(outcome)
                 if outcome.refusal is not None and outcome.refusal.kind == "exact_repeat":
-                    history = await self.rc.history(self.run_id)
-                    # What the call resolved to (the experiment it repeats), not only what it sent:
-                    # with base="best" a param left out is the best's, which may sit on a bound.
-                    repeated = outcome.refusal.detail.get("iteration")
-                    params = next((e.params for e in history if e.iteration == repeated), None)
-                    if params is None:
+                    # The refusal says what the call resolved to (the experiment it repeats, not only
+                    # what it sent: with base="best" a param left out is the best's, which may sit on
+                    # a bound) and how varied each param is: no history to read.
+                    detail = outcome.refusal.detail
+                    params = detail.get("params")
+                    if not isinstance(params, dict):
                         sent = call.arguments.get("params")
                         params = sent if isinstance(sent, dict) else {}
-                    tried = self._tried_values(history)
                     text += " " + repeat_hint(
-                        call.name, params, tried, self.repeats, self.config.task.params_schema
+                        call.name,
+                        params,
+                        self._distinct(detail.get("distinct")),
+                        self.repeats,
+                        self.config.task.params_schema,
                     )
                     self.repeats += 1
                 ended = self._account(call, outcome, turn)
@@ -331,14 +334,12 @@ class StatefulAgent(Agent):
             turn.refused = True
         return outcome
 
-    def _tried_values(self, history: list[Experiment]) -> dict[str, list[Any]]:
-        """Every param of the task (schema order) with the distinct values it took so far, sorted."""
+    def _distinct(self, counts: object) -> dict[str, int]:
+        """Every param of the task (schema order) with the distinct values it took so far, as the
+        server counted them (a param it has not counted took none)."""
+        known = counts if isinstance(counts, dict) else {}
         names = list(self.config.task.params_schema.get("properties", {}))
-        tried: dict[str, list[Any]] = {}
-        for name in names:
-            values = {json.dumps(e.params[name]): e.params[name] for e in history if name in e.params}
-            tried[name] = sorted(values.values(), key=lambda v: (str(type(v)), v))
-        return tried
+        return {name: int(known.get(name, 0)) for name in names}
 
     def _account(self, call: ToolCall, outcome: ToolOutcome, turn: Turn) -> bool:
         """Count an experiment the call recorded; whether the run has ended with it."""

@@ -12,8 +12,10 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
+import uvicorn
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
@@ -23,8 +25,9 @@ from starlette.routing import BaseRoute
 
 from autoresearch_mcp.contract.env import ENV_TOKEN
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.server.body_limit import MCP_BODY_BYTES, BodyLimit
+from autoresearch_mcp.server.body_limit import BODY_TIMEOUT_S, MCP_BODY_BYTES, BodyLimit
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.http_timeouts import HEADER_TIMEOUT_S, h11_with_header_deadline
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ServerSettings
@@ -81,8 +84,10 @@ def build_http_app(
     allowed_hosts: Sequence[str] = (),
     extra_routes: Sequence[BaseRoute] = (),
     routes_factory: Callable[[RunService], Sequence[BaseRoute]] | None = None,
+    body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> Starlette:
     """The Starlette app serving MCP at /mcp, plus `extra_routes` and `routes_factory(service)`.
+    A request's body must arrive within `body_timeout_s` (body_limit.py).
 
     `app.state` carries `service` (RunService), `jobs` (JobService, closed when the app shuts down),
     `mcp`, `token_required` and `transport_security` for the added routes to use."""
@@ -109,7 +114,8 @@ def build_http_app(
     mcp = build_server(research, token_verifier=verifier, auth=auth)
     security = transport_security(host, allowed_hosts)
     app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
-    app.add_middleware(BodyLimit, max_bytes=MCP_BODY_BYTES)  # every route, before auth reads anything
+    # every route, before auth reads anything
+    app.add_middleware(BodyLimit, max_bytes=MCP_BODY_BYTES, timeout_s=body_timeout_s)
     service = research.runs
     app.router.routes.extend(extra_routes)
     if routes_factory is not None:
@@ -157,8 +163,6 @@ def serve_http(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
 ) -> None:
-    import uvicorn
-
     token = token or os.environ.get(ENV_TOKEN) or None
     dashboard = dashboard_routes(token, transport_security(host, allowed_hosts))
     app = build_http_app(
@@ -172,4 +176,20 @@ def serve_http(
         "bearer token required" if token else "no token: loopback only",
     )
     log.info("run dashboard at http://%s:%d%s/", host, port, DASHBOARD_PATH)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.run(app, **uvicorn_options(host, port))
+
+
+def uvicorn_options(host: str, port: int, header_timeout_s: float = HEADER_TIMEOUT_S) -> dict[str, Any]:
+    """How the app is served: h11 with a deadline on each request's headers (http_timeouts.py)."""
+    return {
+        "host": host,
+        "port": port,
+        "log_level": "warning",
+        "http": h11_with_header_deadline(header_timeout_s),
+    }
+
+
+def uvicorn_config(
+    app: Starlette, host: str, port: int, header_timeout_s: float = HEADER_TIMEOUT_S
+) -> uvicorn.Config:
+    return uvicorn.Config(app, **uvicorn_options(host, port, header_timeout_s))

@@ -150,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
             settings, host=args.host, port=args.port, token=args.token, allowed_hosts=args.allowed_host
         )
         return 0
+    import anyio
+
+    from autoresearch_mcp.server.stdio import serve_stdio
+
     with Research(settings) as research:
-        build_server(research).run()
+        anyio.run(serve_stdio, build_server(research))
     return 0

@@ -122,7 +122,17 @@ def delete_run(store: Store, run_id: str, *, force: bool = False) -> Removed:
             for table in ("jobs", "experiments", "artifacts", "notes", "events")
         }
         conn.execute("UPDATE runs SET from_run = NULL WHERE from_run = ?", (run_id,))
-        for table in ("jobs", "experiments", "artifacts", "notes", "events"):  # jobs point at experiments
+        # jobs point at experiments; the counters the writes kept (migration 008) go with the run
+        for table in (
+            "jobs",
+            "experiments",
+            "artifacts",
+            "notes",
+            "events",
+            "run_counts",
+            "param_values",
+            "param_counts",
+        ):
             conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
         conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
     return Removed(

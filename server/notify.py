@@ -32,10 +32,11 @@ from typing import Any, Final, get_args
 from mcp.server import MCPServer, NotificationOptions
 from mcp.server.connection import Connection, allowed_log_levels
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated
+from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    INVALID_PARAMS,
     EmptyResult,
     LoggingLevel,
     LoggingMessageNotification,
@@ -50,6 +51,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from autoresearch_mcp.contract.models import Experiment, Job, Run
 from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.resources import HISTORY_URI, RUNS_URI, SUMMARY_URI
+from autoresearch_mcp.server.sdk_private import connection_of, lowlevel
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,11 @@ LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)  # debug < info
 REQUEST_LOG_WAIT_S: Final = 5.0  # a request's own log goes out before its result, or gives up
 MAX_TEXT: Final = 200
 JOB_LEVELS: Final[dict[str, LoggingLevel]] = {"done": "info", "failed": "warning"}  # queued, running: debug
+# What one connection may subscribe to: a host follows a few runs' summaries; without a bound, one
+# connection held +150 MB of URIs in 0.8 s, until it closed.
+MAX_SUBSCRIPTIONS: Final = 100
+MAX_URI_CHARS: Final = 512
+URI_SCHEME: Final = "autoresearch://"
 # A directory part of an absolute path (/home/x/, C:\x\): dropped from texts, the file name stays.
 _DIRS = re.compile(r"(?<![\w:/.~-])(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`]+)+[/\\]")
 
@@ -244,7 +251,7 @@ class Notifier(ResearchEvents):
             _request_log.reset(token)
 
     def _listener(self, ctx: ServerRequestContext[Any, Any]) -> _Listener:
-        conn = _connection(ctx)
+        conn = connection_of(ctx)
         with self._lock:
             listener = self._listeners.get(conn)
             if listener is None:
@@ -265,19 +272,32 @@ class Notifier(ResearchEvents):
     async def on_subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
     ) -> EmptyResult:
-        self._listener(ctx).uris.add(params.uri)  # any URI: one that never changes is never announced
+        uri = str(params.uri)
+        if len(uri) > MAX_URI_CHARS or not uri.startswith(URI_SCHEME):
+            raise MCPError(
+                INVALID_PARAMS, f"subscribe to an {URI_SCHEME} URI of at most {MAX_URI_CHARS} characters"
+            )
+        listener = self._listener(ctx)
+        with self._lock:
+            if uri not in listener.uris and len(listener.uris) >= MAX_SUBSCRIPTIONS:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"this connection has {MAX_SUBSCRIPTIONS} subscriptions, the most it may hold:"
+                    " unsubscribe from one first",
+                )
+            listener.uris.add(uri)  # one that never changes is never announced
         return EmptyResult()
 
     async def on_unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
     ) -> EmptyResult:
-        self._listener(ctx).uris.discard(params.uri)
+        self._listener(ctx).uris.discard(str(params.uri))
         return EmptyResult()
 
     def serve_handshake_methods(self, mcp: MCPServer) -> None:
         """Serve logging/setLevel and resources/(un)subscribe to handshake-era clients, and declare
         resources.listChanged to them. (Modern clients get listen from the bus given to MCPServer.)"""
-        low = _lowlevel(mcp)
+        low = lowlevel(mcp)
         low.add_request_handler("logging/setLevel", SetLevelRequestParams, self.on_set_level)
         low.add_request_handler("resources/subscribe", SubscribeRequestParams, self.on_subscribe)
         low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.on_unsubscribe)
@@ -293,17 +313,3 @@ def _running_on(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
-
-
-# The two private fields of mcp 2.3.0 this module relies on, each in one place.
-def _lowlevel(mcp: MCPServer) -> Server[Any]:
-    # MCPServer has no public way to serve the handshake-era methods the 2026 revision removed
-    # (logging/setLevel, resources/subscribe); the SDK's own docs (MethodBinding) point to the lowlevel
-    # Server.add_request_handler, which MCPServer keeps as a private field.
-    return mcp._lowlevel_server
-
-
-def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
-    # A request context has no public handle on its connection: ctx.session is a new proxy per request,
-    # while the Connection lives exactly as long as the client's connection and owns its channel.
-    return ctx.session._connection

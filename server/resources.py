@@ -1,7 +1,7 @@
 """Resources: autoresearch://runs, per run its summary, history and train.py; autoresearch://tasks."""
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
@@ -9,14 +9,16 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import RunList, TaskList
 from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.runs import HISTORY_PAGE
 from autoresearch_mcp.server.tasks.registry import task_names
 
 RUNS_URI = "autoresearch://runs"
+RUN_URI = "autoresearch://runs/{run_id}"
 SUMMARY_URI = "autoresearch://runs/{run_id}/summary"
 HISTORY_URI = "autoresearch://runs/{run_id}/history"
 TRAIN_PY_URI = "autoresearch://runs/{run_id}/train.py"
 VERSION_URI = "autoresearch://runs/{run_id}/versions/{version}"
-RUN_TEMPLATES = (SUMMARY_URI, HISTORY_URI, TRAIN_PY_URI, VERSION_URI)
+RUN_TEMPLATES = (RUN_URI, SUMMARY_URI, HISTORY_URI, TRAIN_PY_URI, VERSION_URI)
 
 
 def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
@@ -30,6 +32,17 @@ def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
     return wrapper
 
 
+def _on_the_loop(fn: Callable[..., str]) -> Callable[..., Awaitable[str]]:
+    """A resource read on the event loop rather than a worker thread: for the few indexed reads that
+    cost less than the hop to a thread (the run and its summary, read every turn)."""
+
+    @functools.wraps(fn)
+    async def read(**params: str) -> str:
+        return _not_found(fn)(**params)
+
+    return read
+
+
 def register(mcp: MCPServer, research: Research) -> None:
     service = research.runs
 
@@ -38,8 +51,14 @@ def register(mcp: MCPServer, research: Research) -> None:
         """Every run with task, status, best and budget used."""
         return RunList(runs=service.list_runs()).model_dump_json()
 
+    @mcp.resource(RUN_URI, name="run", mime_type="application/json")
+    @_on_the_loop
+    def run_resource(run_id: str) -> str:
+        """One run with task, status, best and budget used (what autoresearch://runs lists for each)."""
+        return service.get_run(run_id).model_dump_json()
+
     @mcp.resource(SUMMARY_URI, name="run-summary", mime_type="text/plain")
-    @_not_found
+    @_on_the_loop
     def summary_resource(run_id: str) -> str:
         """The bounded summary the agent reads every turn; subscribe to hear when an experiment ends."""
         return service.summary(run_id)
@@ -47,8 +66,9 @@ def register(mcp: MCPServer, research: Research) -> None:
     @mcp.resource(HISTORY_URI, name="run-history", mime_type="application/json")
     @_not_found
     def history_resource(run_id: str) -> str:
-        """Every experiment of the run, in iteration order."""
-        return service.history(run_id, None, 0, "iteration", None).model_dump_json()
+        """The run's latest experiments (a page, in iteration order, with the total): the whole
+        history, page by page, is get_experiment_history's."""
+        return service.history(run_id, HISTORY_PAGE, 0, "iteration", None).model_dump_json()
 
     @mcp.resource(TRAIN_PY_URI, name="run-train-py", mime_type="text/x-python")
     @_not_found

@@ -6,7 +6,10 @@ where they differ from the defaults (best) or from the best (recent lines). The 
 the store and is reachable with get_experiment_history.
 """
 
+import functools
 from typing import Any
+
+from pydantic import BaseModel
 
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, Run
@@ -33,10 +36,27 @@ def _changed(params: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any
     return {key: value for key, value in params.items() if reference.get(key) != value}
 
 
+# What a task's params model gives is the same every turn; building it (the JSON schema above all) was
+# most of a render at small sizes, so it is made once per model.
+@functools.cache
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+@functools.cache
+def _defaults_of(model: type[BaseModel]) -> dict[str, Any]:
+    return model().model_dump()
+
+
+@functools.cache
+def _positions(model: type[BaseModel]) -> dict[str, int]:
+    return {name: i for i, name in enumerate(model.model_fields)}
+
+
 def _in_schema_order(params: dict[str, Any], task: Task) -> dict[str, Any]:
     """Stored params are key-sorted; the model reads them in the order of the task's schema."""
-    order = list(task.params_model.model_fields)
-    return dict(sorted(params.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+    order = _positions(task.params_model)
+    return dict(sorted(params.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
 def experiment_line(
@@ -65,7 +85,7 @@ def experiment_line(
 
 
 def _defaults(task: Task) -> dict[str, Any]:
-    return task.params_model().model_dump()
+    return dict(_defaults_of(task.params_model))
 
 
 def least_varied(store: Store, run: Run, earlier: Run | None, task: Task, best: dict[str, Any]) -> str:
@@ -76,14 +96,12 @@ def least_varied(store: Store, run: Run, earlier: Run | None, task: Task, best: 
     run's experiments too, so it goes on where that run left off instead of varying again, in the
     same order, what it varied most."""
     names = list(task.params_model.model_fields)
-    counted, used = [run.id], run.used
-    if earlier is not None:
-        counted, used = [run.id, earlier.id], run.used + earlier.used
-    counts = store.distinct_values(counted, names)
-    ranked = least_varied_first({n: counts[n] for n in names})
+    used = run.used + (earlier.used if earlier is not None else 0)
+    counts = store.counts.distinct_values(run.id, names, earlier.id if earlier is not None else None)
+    ranked = least_varied_first(counts)
     ties = [n for n in ranked if counts[n] == counts[ranked[0]]]
     name = ties[used % len(ties)]
-    return change_of(name, bounds_of(task.params_model.model_json_schema(), name), best.get(name))
+    return change_of(name, bounds_of(_schema(task.params_model), name), best.get(name))
 
 
 def render_summary(store: Store, run: Run, task: Task) -> str:
@@ -95,7 +113,11 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         f"{task.name}: {run.status}, {run.used}/{run.budget} used, {goal} {task.metric} is better{target}"
     ]
     best = store.best_experiment(run.id, run.direction)
-    versions = {v.version: v.description for v in store.artifacts.versions(run.id)}
+    current = store.artifacts.latest_version(run.id)
+    recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)
+    # Only the versions this summary names: reading every version (each a whole train.py) grew with
+    # the run on a code task.
+    versions = store.artifacts.descriptions(run.id, {current, *(exp.artifact_version for exp in recent)})
     has_params = bool(task.params_model.model_fields)
     if best is None or best.metric is None:
         # Left out, params take the defaults: shown in full, so that a model that copies the best
@@ -108,10 +130,8 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         lines.append(
             f"Best {task.metric}={best.metric:.4f}{best_suffix(best.metrics, task.metric)} ({where}){params}"
         )
-    current = max(versions)
     if current > 1:
         lines.append(f"train.py now v{current}: {_clip(versions[current], 60)}")
-    recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)
     if recent:
         lines.append("Last (what differs from best):" if has_params and best is not None else "Last:")
         lines.extend(experiment_line(exp, task, best, versions) for exp in recent)
@@ -121,14 +141,14 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
     earlier = store.get_run(run.from_run) if run.from_run else None  # read once, for both lines
     lines.extend(earlier_run_lines(store, run, earlier, task))
-    counts = store.status_counts(run.id)
-    refused = store.events.counts(run.id).get("refusal", 0)
+    counts = store.counts.statuses(run.id)
+    refused = store.counts.events(run.id).get("refusal", 0)
     tally = [f"{status} {counts[status]}" for status in STATUS_ORDER if counts.get(status)]
     if tally == [f"ok {run.used}"] and not refused:
         tally = []  # all ok: the first line says as much
     if refused:
         tally.append(f"refused {refused}")
-    streak = store.consecutive_failures(run.id)
+    streak = store.counts.consecutive_failures(run.id)
     if streak:
         tally.append(f"{streak} failures in a row")
     if tally:
@@ -197,5 +217,5 @@ def earlier_worst(store: Store, earlier: Run, task: Task, best: Experiment | Non
             earlier.id, order="metric", direction=flip, status="ok", last=WORST_SHOWN - len(shown)
         )
         shown += [exp for exp in low if exp.id != best.id]
-    versions = {v.version: v.description for v in store.artifacts.versions(earlier.id)}
+    versions = store.artifacts.descriptions(earlier.id, {exp.artifact_version for exp in shown})
     return [experiment_line(exp, task, best, versions) for exp in shown]

@@ -73,10 +73,16 @@ class RefusedError(ResearchError):
 
 
 class RepeatError(RefusedError):
-    """The same params on the same artifact version already ran; carries the earlier experiment."""
+    """The same params on the same artifact version already ran; carries the earlier experiment.
 
-    def __init__(self, message: str, earlier: Any) -> None:
-        super().__init__(message, kind="exact_repeat", detail={"iteration": earlier.iteration})
+    Its detail is what an agent needs to say which value to change, so that it never reads the history
+    to find out: `iteration` (the experiment repeated), `params` (what that experiment ran, the
+    configuration the refused call resolved to) and `distinct` (per param, how many distinct values
+    the run's experiments took)."""
+
+    def __init__(self, message: str, earlier: Any, distinct: dict[str, int] | None = None) -> None:
+        detail = {"iteration": earlier.iteration, "params": earlier.params, "distinct": distinct or {}}
+        super().__init__(message, kind="exact_repeat", detail=detail)
         self.earlier = earlier
 
 

@@ -63,6 +63,23 @@ class ArtifactRecords:
             )
         return ArtifactVersion(**dict(row))
 
+    def latest_version(self, run_id: str) -> int:
+        """The current version's number (0 for an unknown run)."""
+        row = self.db.reader().execute("SELECT MAX(version) FROM artifacts WHERE run_id = ?", (run_id,))
+        return row.fetchone()[0] or 0
+
+    def descriptions(self, run_id: str, versions: set[int]) -> dict[int, str]:
+        """The description of each of these versions: the few a summary names, without reading every
+        version's source."""
+        if not versions:
+            return {}
+        rows = self.db.reader().execute(
+            f"SELECT version, description FROM artifacts WHERE run_id = ? AND version IN"
+            f" ({', '.join('?' * len(versions))})",
+            (run_id, *sorted(versions)),
+        )
+        return {row["version"]: row["description"] for row in rows}
+
     def versions(self, run_id: str) -> list[ArtifactVersion]:
         rows = (
             self.db.reader()

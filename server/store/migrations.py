@@ -228,6 +228,104 @@ migration(
 )
 
 
+# Flat at any size: what the summary and the write path read each turn, kept up to date in the write's
+# own transaction (triggers, so every way in, an import or a bulk insert too, keeps them) or reached
+# through an index, so that neither grows with the run. Counted per run: experiments by status and
+# events by kind (run_counts); the distinct values each param took (param_values, param_counts), with
+# how many of them the run it started from took too (`shared`), so the union over both is a sum.
+# Experiments are deleted only with their whole run (`delete`, server/manage.py), which removes the
+# run's counters too; so a value stays counted once seen.
+migration(
+    "008_flat_reads",
+    """
+    CREATE TABLE run_counts (
+        run_id TEXT NOT NULL,
+        counter TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (run_id, counter)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER experiments_counted AFTER INSERT ON experiments BEGIN
+        INSERT INTO run_counts (run_id, counter, n) VALUES (NEW.run_id, 'experiments.' || NEW.status, 1)
+            ON CONFLICT (run_id, counter) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER experiments_recounted AFTER UPDATE OF status ON experiments
+    WHEN OLD.status != NEW.status BEGIN
+        UPDATE run_counts SET n = n - 1 WHERE run_id = OLD.run_id AND counter = 'experiments.' || OLD.status;
+        INSERT INTO run_counts (run_id, counter, n) VALUES (NEW.run_id, 'experiments.' || NEW.status, 1)
+            ON CONFLICT (run_id, counter) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER experiments_uncounted AFTER DELETE ON experiments BEGIN
+        UPDATE run_counts SET n = n - 1 WHERE run_id = OLD.run_id AND counter = 'experiments.' || OLD.status;
+    END;
+    CREATE TRIGGER events_counted AFTER INSERT ON events WHEN NEW.run_id IS NOT NULL BEGIN
+        INSERT INTO run_counts (run_id, counter, n) VALUES (NEW.run_id, 'events.' || NEW.kind, 1)
+            ON CONFLICT (run_id, counter) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TABLE param_values (
+        run_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value,
+        PRIMARY KEY (run_id, name, value)
+    ) WITHOUT ROWID;
+    CREATE TABLE param_counts (
+        run_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        distinct_values INTEGER NOT NULL DEFAULT 0,
+        shared INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (run_id, name)
+    ) WITHOUT ROWID;
+    CREATE INDEX runs_by_from_run ON runs (from_run);
+    CREATE INDEX runs_by_status ON runs (status);
+    CREATE TRIGGER experiments_param_values AFTER INSERT ON experiments BEGIN
+        INSERT OR IGNORE INTO param_values (run_id, name, value)
+            SELECT NEW.run_id, key, value FROM json_each(NEW.params_json) WHERE value IS NOT NULL;
+    END;
+    CREATE TRIGGER param_values_counted AFTER INSERT ON param_values BEGIN
+        INSERT INTO param_counts (run_id, name, distinct_values) VALUES (NEW.run_id, NEW.name, 1)
+            ON CONFLICT (run_id, name) DO UPDATE SET distinct_values = distinct_values + 1;
+        UPDATE param_counts SET shared = shared + 1
+        WHERE run_id = NEW.run_id AND name = NEW.name AND EXISTS (
+            SELECT 1 FROM runs r JOIN param_values p ON p.run_id = r.from_run
+            WHERE r.id = NEW.run_id AND p.name = NEW.name AND p.value = NEW.value);
+        UPDATE param_counts SET shared = shared + 1
+        WHERE name = NEW.name AND run_id IN (
+            SELECT r.id FROM runs r JOIN param_values p ON p.run_id = r.id
+            WHERE r.from_run = NEW.run_id AND p.name = NEW.name AND p.value = NEW.value);
+    END;
+    CREATE INDEX experiments_by_status ON experiments (run_id, status, iteration);
+    CREATE INDEX experiments_by_start ON experiments (run_id, status, started_at);
+    CREATE INDEX experiments_by_status_metric ON experiments (run_id, status, metric);
+    CREATE INDEX experiments_by_metric ON experiments (run_id, metric);
+    CREATE INDEX experiments_kept ON experiments (run_id, kept_seq) WHERE kept = 1;
+    CREATE INDEX experiments_running ON experiments (id) WHERE status = 'running';
+    CREATE INDEX events_by_run ON events (run_id, kind, created_at);
+    CREATE INDEX notes_by_run ON notes (run_id, kind);
+    INSERT INTO run_counts (run_id, counter, n)
+        SELECT run_id, 'experiments.' || status, COUNT(*) FROM experiments GROUP BY run_id, status;
+    INSERT INTO run_counts (run_id, counter, n)
+        SELECT run_id, 'events.' || kind, COUNT(*) FROM events WHERE run_id IS NOT NULL GROUP BY run_id, kind;
+    INSERT OR IGNORE INTO param_values (run_id, name, value)
+        SELECT e.run_id, j.key, j.value FROM experiments e, json_each(e.params_json) j
+        WHERE j.value IS NOT NULL;
+    """,
+)
+
+
+def statements(sql: str) -> list[str]:
+    """The statements of a migration script: split at each `;` that ends one (a trigger's body holds
+    several), as sqlite3.complete_statement tells."""
+    done, pending = [], ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                done.append(pending.strip())
+            pending = ""
+    if pending.strip(" \n;"):
+        done.append(pending.strip())
+    return done
+
+
 def apply(conn: sqlite3.Connection) -> list[str]:
     """Apply the migrations this database has not seen yet; return their names."""
     conn.execute(
@@ -244,9 +342,8 @@ def apply(conn: sqlite3.Connection) -> list[str]:
             # the write lock (two servers started at once): check again inside the transaction.
             if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
                 continue
-            for statement in sql.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in statements(sql):
+                conn.execute(statement)
             conn.execute(
                 "INSERT INTO schema_migrations (name, applied_at) VALUES (?, datetime('now'))", (name,)
             )

@@ -48,7 +48,9 @@ class EventRecords:
         return [Event(**dict(row)) for row in rows]
 
     def counts(self, run_id: str) -> dict[str, int]:
+        """Events by kind, from the counters the inserts keep (store.counts)."""
         rows = self.db.reader().execute(
-            "SELECT kind, COUNT(*) AS n FROM events WHERE run_id = ? GROUP BY kind", (run_id,)
+            "SELECT counter, n FROM run_counts WHERE run_id = ? AND counter >= 'events.' AND counter < 'events/'",
+            (run_id,),
         )
-        return {row["kind"]: row["n"] for row in rows}
+        return {row["counter"].split(".", 1)[1]: row["n"] for row in rows if row["n"]}

@@ -4,7 +4,8 @@ and which run a call means when it names none."""
 import functools
 import inspect
 import re
-from collections import OrderedDict
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Annotated, Any, ParamSpec, TypeVar
 
@@ -125,38 +126,53 @@ class RunResolver:
     """Which run a call means: its run_id, else the run this connection started or last used, else the
     only running run (RunService.default_run_id refuses when several are running).
 
-    A connection is known by its HTTP session id, or by its initialize parameters on a handshake
-    connection (stdio, in-memory); a call with neither has no session and never inherits one."""
-
-    MAX_SESSIONS = 4096
+    A connection is known only by what the transport itself established: its initialize parameters,
+    an object the server holds for exactly as long as the connection lives (a stdio or in-memory
+    connection, or an HTTP session of the handshake protocol, whose session id the SDK issues and checks
+    against the credential that opened it). Never by a header: on the 2026-07-28 protocol the SDK does
+    not check `mcp-session-id`, so a client could send another's and read or redirect that client's run.
+    A call on that protocol has no session and never inherits one. One run is remembered per live
+    connection and forgotten with it, so no number of calls can push another connection's out."""
 
     def __init__(self, research: Research) -> None:
         self.research = research
-        # key -> (the object the key was taken from, kept alive so its id is not reused; run id)
-        self._runs: OrderedDict[str, tuple[object, str]] = OrderedDict()
+        # id(initialize params) -> (a weak reference to them, the run); the entry goes when they do
+        self._runs: dict[int, tuple[weakref.ref[object], str]] = {}
+        self._lock = threading.Lock()
 
-    @staticmethod
-    def _key(ctx: Context) -> tuple[str, object] | None:
-        headers = ctx.headers
-        session_id = headers.get("mcp-session-id") if headers else None
-        if session_id:
-            return f"http:{session_id}", session_id
+    def _remembered(self, ctx: Context) -> str | None:
         params = ctx.session.client_params
-        return (f"conn:{id(params)}", params) if params is not None else None
+        if params is None:
+            return None
+        with self._lock:
+            entry = self._runs.get(id(params))
+        return entry[1] if entry is not None and entry[0]() is params else None
 
     def remember(self, ctx: Context, run_id: str) -> None:
-        key = self._key(ctx)
-        if key is None:
+        params = ctx.session.client_params
+        if params is None:
             return
-        self._runs[key[0]] = (key[1], run_id)
-        self._runs.move_to_end(key[0])
-        while len(self._runs) > self.MAX_SESSIONS:
-            self._runs.popitem(last=False)
+        key = id(params)
+        with self._lock:
+            entry = self._runs.get(key)
+            if entry is not None and entry[0]() is params:
+                self._runs[key] = (entry[0], run_id)
+                return
+            ref = weakref.ref(params, lambda dead: self._forget(key, dead))
+            self._runs[key] = (ref, run_id)
+
+    def _forget(self, key: int, dead: "weakref.ref[object]") -> None:
+        with self._lock:
+            entry = self._runs.get(key)
+            if entry is not None and entry[0] is dead:
+                del self._runs[key]
+
+    def __len__(self) -> int:
+        """Connections with a remembered run."""
+        return len(self._runs)
 
     def __call__(self, ctx: Context, run_id: str | None) -> str:
-        key = self._key(ctx)
-        remembered = self._runs.get(key[0]) if key else None
-        resolved = self.research.runs.default_run_id(run_id or (remembered[1] if remembered else None))
+        resolved = self.research.runs.default_run_id(run_id or self._remembered(ctx))
         self.research.store.get_run(resolved)  # unknown id -> clear error
         self.remember(ctx, resolved)
         return resolved

@@ -12,6 +12,7 @@ from pydantic import Field, WithJsonSchema
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import ExperimentResult, ExperimentStatus, HistoryPage, ParamsBase
 from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.runs import HISTORY_MAX, HISTORY_PAGE
 from autoresearch_mcp.server.tasks.registry import make_task, task_names
 from autoresearch_mcp.server.tools.common import (
     ADDITIVE,
@@ -123,17 +124,23 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
     async def run_benchmark(ctx: Context, run_id: RunId = None) -> ExperimentResult:
         return await with_progress(ctx, "benchmark", lambda: service.run_benchmark(run_for(ctx, run_id)))
 
-    @mcp.tool(annotations=READ_ONLY)
+    @mcp.tool(
+        annotations=READ_ONLY,
+        description="A page of recorded experiments (params, metrics, status, duration, note, error): the "
+        f"most recent `last`, or else {HISTORY_PAGE} from `offset`, with next_offset to read on.",
+    )
     @refusals
     def get_experiment_history(
         ctx: Context,
         run_id: RunId = None,
-        last: Annotated[int | None, Field(ge=1, le=1000, description="only the most recent N")] = None,
+        last: Annotated[
+            int | None,
+            Field(ge=1, le=HISTORY_MAX, description=f"only the most recent N (at most {HISTORY_MAX})"),
+        ] = None,
         offset: Annotated[int, Field(ge=0, le=1_000_000_000, description="skip this many")] = 0,
         order: Annotated[
             Literal["iteration", "metric"], Field(description="iteration order, or best first")
         ] = "iteration",
         status: Annotated[ExperimentStatus | None, Field(description="only this status")] = None,
     ) -> HistoryPage:
-        """A page of recorded experiments (params, metrics, status, duration, note, error)."""
         return service.history(run_for(ctx, run_id), last, offset, order, status)

@@ -125,8 +125,11 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
 
     @mcp.tool(annotations=READ_ONLY)
     @refusals
-    def get_run_summary(ctx: Context, run_id: RunId = None) -> SummaryText:
+    async def get_run_summary(ctx: Context, run_id: RunId = None) -> SummaryText:
         """The compact, bounded summary of a run (same as the summary resource)."""
+        # On the event loop, not a worker thread: a handful of indexed reads (well under a millisecond
+        # at any length of run) cost less than the hop to a thread, which under load was the largest
+        # part of a call (benchmarks/load_test.md).
         resolved = run_for(ctx, run_id)
         return SummaryText(run_id=resolved, summary=service.summary(resolved))
 

@@ -497,15 +497,15 @@ def test_the_repeat_hint_names_the_least_varied_parameter_and_which_way_to_move_
 
     assert "modify_train_py" in repeat_hint("run_benchmark", {}, {}, 0)
     assert repeat_hint("run_experiment", {}, {}, 4) == "Set at least one parameter to a value not tried yet."
-    tried: dict[str, list[object]] = {"a": [1, 2, 3], "b": [2], "c": [5, 6]}
+    tried = {"a": 3, "b": 1, "c": 2}
     # The least varied first, with no number to send back (the 1.5B model sent the best's own value
     # when the hint listed it); the next refusal names the next one.
     assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 0).endswith("e.g. raise or lower b.")
     assert repeat_hint("run_experiment", {"b": 2, "a": 1}, tried, 1).endswith("e.g. raise or lower c.")
     # With the task's schema: where the value sent sits on a bound, only the way left.
     schema = {"properties": {n: {"type": "number", "minimum": 0.1, "maximum": 1.0} for n in tried}}
-    assert repeat_hint("run_experiment", {"b": 1.0}, {"b": [0.5, 1.0]}, 0, schema).endswith("e.g. lower b.")
-    assert repeat_hint("run_experiment", {"c": 0.1}, {"c": [0.1]}, 0, schema).endswith("e.g. raise c.")
+    assert repeat_hint("run_experiment", {"b": 1.0}, {"b": 2}, 0, schema).endswith("e.g. lower b.")
+    assert repeat_hint("run_experiment", {"c": 0.1}, {"c": 1}, 0, schema).endswith("e.g. raise c.")
 
 
 @pytest.mark.parametrize(

@@ -290,7 +290,13 @@ async def test_refusals_carry_their_kind_for_programs_and_their_message_for_the_
         first = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 3}))["run_id"]
         await call(client, "run_experiment", {"params": {"x": 1.0}, "run_id": first})
         repeat = await refusal_of(client, "run_experiment", {"params": {"x": 1.0}, "run_id": first})
-        assert repeat["kind"] == "exact_repeat" and repeat["detail"] == {"iteration": 1}
+        assert repeat["kind"] == "exact_repeat"
+        # what an agent needs to name a change, so it never reads the history to find out
+        assert repeat["detail"] == {
+            "iteration": 1,
+            "params": {"sleep": 0.0, "x": 1.0, "y": 0.0},
+            "distinct": {"sleep": 1, "x": 1, "y": 1},
+        }
         invalid = await refusal_of(client, "run_experiment", {"params": {"x": 99.0}, "run_id": first})
         assert invalid["kind"] == "invalid_params"
         wrong = await refusal_of(client, "run_benchmark", {"run_id": first})

@@ -1,0 +1,337 @@
+"""Experiments in the run store: reserved before they run, completed after, kept when they beat the
+best; and the reads the summary makes of them every turn.
+
+Every query here is answered through an index or a maintained counter (store.counts), so none of them
+grows with the run; tests/server/test_query_plans.py holds them to it with EXPLAIN QUERY PLAN.
+"""
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from autoresearch_mcp.contract.errors import RepeatError, ResearchError
+from autoresearch_mcp.contract.models import Experiment, ExperimentStatus
+from autoresearch_mcp.server.store.counts import RunCounts
+from autoresearch_mcp.server.store.db import (
+    Database,
+    canonical_json,
+    now,
+    orphaned,
+    process_token,
+    sha256,
+    this_host,
+)
+from autoresearch_mcp.server.store.pages import Order, page_rows
+
+
+def better(value: float, than: float, direction: Literal["max", "min"]) -> bool:
+    return value > than if direction == "max" else value < than
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """The run's best experiment as a keep rule sees it: `value` is its metric, or the mean over its
+    re-evaluations where it has one; `samples` its stored raw measurements."""
+
+    experiment: Experiment
+    value: float
+    samples: list[float] = field(default_factory=list)
+
+
+# Decides, given the current best (None: there is none), whether an experiment becomes the new best.
+KeepRule = Callable[[Incumbent | None], bool]
+
+# The exact-repeat lookup names its index: ordered by iteration, the planner would rather walk the
+# (run_id, iteration) index over the whole run than sort the one or two rows this index finds.
+EARLIER_RUN = (
+    "SELECT * FROM experiments INDEXED BY experiments_by_run_key"
+    " WHERE run_id = ? AND params_key = ? AND artifact_version = ? AND status != 'interrupted'"
+    " ORDER BY iteration LIMIT 1"
+)
+
+
+class ExperimentStore:
+    """The experiments half of the Store (which composes it with runs and the other records)."""
+
+    db: Database
+    counts: RunCounts
+
+    def reserve_experiment(
+        self,
+        run_id: str,
+        params: dict[str, Any],
+        artifact_version: int,
+        note: str | None,
+        repeat_ok: bool = False,
+    ) -> Experiment:
+        """Record an experiment as running before it runs. Checks status and budget atomically; an exact
+        repeat is refused unless `repeat_ok` (a re-evaluation on another seed)."""
+        with self.db.transaction() as conn:
+            run = conn.execute("SELECT status, budget FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if run is None:
+                raise ResearchError(f"unknown run {run_id!r}", kind="unknown_run")
+            if run["status"] != "running":
+                raise ResearchError(
+                    f"run {run_id} is {run['status']}: it takes no more experiments. "
+                    "Start a new run with start_run.",
+                    kind="run_finished",
+                )
+            used = self.counts.used(run_id, conn)
+            if used >= run["budget"]:
+                raise ResearchError(
+                    f"run {run_id} has used its whole budget ({used}/{run['budget']}). "
+                    "Call finish_run, or start a new run with a larger budget.",
+                    kind="budget_exhausted",
+                )
+            key = sha256(canonical_json(params))
+            earlier = conn.execute(EARLIER_RUN, (run_id, key, artifact_version)).fetchone()
+            if earlier is not None and not repeat_ok:
+                exp = _experiment_from_row(earlier)
+                raise RepeatError(
+                    f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
+                    f" which ended {exp.status}"
+                    + (f" with {exp.metric:.4f}" if exp.metric is not None else "")
+                    + ". Not run again; try different params or change train.py.",
+                    exp,
+                    distinct=self.counts.distinct_values(run_id, list(exp.params), conn=conn),
+                )
+            cur = conn.execute(
+                "INSERT INTO experiments (run_id, iteration, params_json, params_key, artifact_version,"
+                " status, note, started_at, owner_pid, owner_host, owner_token) VALUES (?, ?, ?, ?, ?,"
+                " 'running', ?, ?, ?, ?, ?)",
+                (
+                    run_id,
+                    # After the last iteration, not after the charged count: an interrupted one keeps its
+                    # number (the (run_id, iteration) index answers MAX at once).
+                    conn.execute(
+                        "SELECT COALESCE(MAX(iteration), 0) + 1 FROM experiments WHERE run_id = ?", (run_id,)
+                    ).fetchone()[0],
+                    canonical_json(params),
+                    key,
+                    artifact_version,
+                    note,
+                    now(),
+                    os.getpid(),
+                    this_host(),
+                    process_token(),
+                ),
+            )
+            exp_id = cur.lastrowid
+        assert exp_id is not None
+        return self.get_experiment(exp_id)
+
+    def complete_experiment(
+        self,
+        exp_id: int,
+        *,
+        status: ExperimentStatus,
+        metrics: dict[str, float],
+        metric: float | None,
+        error_tail: str | None,
+        duration_s: float,
+        samples: list[float] | None = None,
+        keep: KeepRule | None = None,
+    ) -> Experiment:
+        """Store the outcome; mark it kept when `keep` says it beats the current best (by default: a
+        strictly better metric). Decided in the same transaction as the write, so two experiments ending
+        at once are each compared with the best the other left."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT e.run_id, r.config_json FROM experiments e JOIN runs r ON r.id = e.run_id"
+                " WHERE e.id = ?",
+                (exp_id,),
+            ).fetchone()
+            config = json.loads(row["config_json"])
+            direction = config.get("direction", "max")
+            kept = False
+            if status == "ok" and metric is not None:
+                best = self._incumbent(conn, row["run_id"], config, exclude=exp_id)
+                rule = keep or (lambda best: best is None or better(metric, best.value, direction))
+                kept = bool(rule(best))
+            conn.execute(
+                "UPDATE experiments SET status = ?, metrics_json = ?, metric = ?, kept = ?, error_tail = ?,"
+                " finished_at = ?, duration_s = ?, samples_json = ? WHERE id = ?",
+                (
+                    status,
+                    canonical_json(metrics),
+                    metric,
+                    int(kept),
+                    error_tail,
+                    now(),
+                    duration_s,
+                    canonical_json(samples) if samples else None,
+                    exp_id,
+                ),
+            )
+            if kept:
+                self._set_kept_seq(conn, row["run_id"], exp_id)
+        return self.get_experiment(exp_id)
+
+    def decide_keep(self, exp_id: int, keep: KeepRule, metrics: dict[str, float]) -> Experiment:
+        """Decide later whether a finished ok experiment becomes the best (after its re-evaluations),
+        merging `metrics` into its own."""
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "SELECT e.run_id, e.metrics_json, r.config_json FROM experiments e"
+                " JOIN runs r ON r.id = e.run_id WHERE e.id = ?",
+                (exp_id,),
+            ).fetchone()
+            best = self._incumbent(conn, row["run_id"], json.loads(row["config_json"]), exclude=exp_id)
+            kept = bool(keep(best))
+            merged = {**json.loads(row["metrics_json"]), **metrics}
+            conn.execute(
+                "UPDATE experiments SET metrics_json = ?, kept = ? WHERE id = ?",
+                (canonical_json(merged), int(kept), exp_id),
+            )
+            if kept:
+                self._set_kept_seq(conn, row["run_id"], exp_id)
+        return self.get_experiment(exp_id)
+
+    def _set_kept_seq(self, conn: sqlite3.Connection, run_id: str, exp_id: int) -> None:
+        # Only kept rows carry a kept_seq: `kept = 1` lets the largest come from the partial index.
+        conn.execute(
+            "UPDATE experiments SET kept_seq = (SELECT COALESCE(MAX(kept_seq), 0) + 1 FROM experiments"
+            " WHERE run_id = ? AND kept = 1) WHERE id = ?",
+            (run_id, exp_id),
+        )
+
+    def incumbent(self, run_id: str) -> Incumbent | None:
+        """The current best as a keep rule sees it."""
+        row = self.db.reader().execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return self._incumbent(self.db.reader(), run_id, json.loads(row["config_json"]))
+
+    def _incumbent(
+        self, conn: sqlite3.Connection, run_id: str, config: dict[str, Any], exclude: int | None = None
+    ) -> Incumbent | None:
+        row = self._best_row(conn, run_id, config.get("direction", "max"), exclude)
+        if row is None:
+            return None
+        exp = _experiment_from_row(row)
+        assert exp.metric is not None  # (the query's condition)
+        value = exp.metrics.get(f"{config.get('metric', 'metric')}_mean", exp.metric)
+        samples = json.loads(row["samples_json"]) if row["samples_json"] else []
+        return Incumbent(experiment=exp, value=value, samples=samples)
+
+    def _best_row(
+        self, conn: sqlite3.Connection, run_id: str, direction: str, exclude: int | None = None
+    ) -> sqlite3.Row | None:
+        # The latest experiment to become the best: the highest kept_seq, straight from the partial
+        # index of kept rows. Kept rows from before kept_seq existed count only where no numbered one
+        # does, ordered by metric, as the best was chosen then.
+        kept = "run_id = ? AND kept = 1 AND status = 'ok' AND metric IS NOT NULL AND id != ?"
+        args = (run_id, -1 if exclude is None else exclude)
+        row = conn.execute(
+            f"SELECT * FROM experiments WHERE {kept} AND kept_seq IS NOT NULL ORDER BY kept_seq DESC LIMIT 1",
+            args,
+        ).fetchone()
+        if row is not None:
+            return row
+        order = "DESC" if direction == "max" else "ASC"
+        return conn.execute(
+            f"SELECT * FROM experiments WHERE {kept} AND kept_seq IS NULL ORDER BY metric {order},"
+            " iteration ASC LIMIT 1",
+            args,
+        ).fetchone()
+
+    def get_experiment(self, exp_id: int) -> Experiment:
+        row = self.db.reader().execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
+        if row is None:
+            raise ResearchError(f"unknown experiment {exp_id}", kind="bad_argument")
+        return _experiment_from_row(row)
+
+    def experiment_at(self, run_id: str, iteration: int) -> Experiment | None:
+        row = (
+            self.db.reader()
+            .execute("SELECT * FROM experiments WHERE run_id = ? AND iteration = ?", (run_id, iteration))
+            .fetchone()
+        )
+        return None if row is None else _experiment_from_row(row)
+
+    def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:
+        """The run's best: the latest experiment that became the best (see complete_experiment)."""
+        row = self._best_row(self.db.reader(), run_id, direction)
+        return None if row is None else _experiment_from_row(row)
+
+    def samples(self, exp_id: int) -> list[float]:
+        """An experiment's stored raw measurements (empty when its task keeps none)."""
+        row = (
+            self.db.reader()
+            .execute("SELECT samples_json FROM experiments WHERE id = ?", (exp_id,))
+            .fetchone()
+        )
+        return json.loads(row["samples_json"]) if row is not None and row["samples_json"] else []
+
+    def experiments(
+        self,
+        run_id: str,
+        *,
+        last: int | None = None,
+        offset: int = 0,
+        order: Order = "iteration",
+        status: ExperimentStatus | None = None,
+        direction: Literal["max", "min"] = "max",
+        limit: int | None = None,
+    ) -> tuple[list[Experiment], int]:
+        """A page of experiments and the total that match. `last` takes the most recent N (best first
+        in metric order); otherwise `limit` rows from `offset` (None: all of them)."""
+        statuses = self.counts.statuses(run_id)
+        total = sum(statuses.values()) if status is None else statuses.get(status, 0)
+        rows = page_rows(
+            self.db.reader(),
+            run_id,
+            limit=last if last is not None else limit,
+            offset=offset,
+            order=order,
+            status=status,
+            newest_first=last is not None,
+            direction=direction,
+        )
+        page = [_experiment_from_row(row) for row in rows]
+        if order == "iteration" and last is not None:
+            page.reverse()  # the most recent N, still in iteration order
+        return page, total
+
+    def status_counts(self, run_id: str) -> dict[str, int]:
+        return self.counts.statuses(run_id)
+
+    def mark_orphans_interrupted(self) -> int:
+        """Experiments left 'running' by a server process that no longer exists become 'interrupted'."""
+        rows = (
+            self.db.reader()
+            .execute(
+                "SELECT id, owner_pid, owner_host, owner_token FROM experiments WHERE status = 'running'"
+            )
+            .fetchall()
+        )
+        dead = [r["id"] for r in orphaned(rows)]
+        stamp = now()
+        with self.db.transaction() as conn:
+            for exp_id in dead:
+                conn.execute(
+                    "UPDATE experiments SET status = 'interrupted', finished_at = ?, error_tail = ?"
+                    " WHERE id = ? AND status = 'running'",
+                    (stamp, "the server stopped while this experiment ran", exp_id),
+                )
+        return len(dead)
+
+
+def _experiment_from_row(row: sqlite3.Row) -> Experiment:
+    return Experiment(
+        id=row["id"],
+        run_id=row["run_id"],
+        iteration=row["iteration"],
+        params=json.loads(row["params_json"]),
+        artifact_version=row["artifact_version"],
+        status=row["status"],
+        metrics=json.loads(row["metrics_json"]),
+        metric=row["metric"],
+        kept=bool(row["kept"]),
+        note=row["note"],
+        error_tail=row["error_tail"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        duration_s=row["duration_s"],
+    )
