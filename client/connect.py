@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from autoresearch_mcp.contract.env import ENV_LOG_LEVEL, ENV_PREFIX, data_setting
 from autoresearch_mcp.contract.errors import REFUSAL_META, Refusal, ResearchError
 from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList, TaskInfo, TaskList
+from autoresearch_mcp.contract.profile import ProfileResult
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -142,6 +143,12 @@ class ResearchClient:
     async def train_py(self, run_id: str) -> str:
         contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}/train.py")).contents
         return contents[0].text  # type: ignore[union-attr]
+
+    async def profile(self, run_id: str) -> ProfileResult | None:
+        """The current train.py's version and profile (profile_train_py); None where the server has
+        no such tool or refuses it."""
+        outcome = await self.call("profile_train_py", {"run_id": run_id})
+        return outcome.as_model(ProfileResult) if outcome.ok else None
 
     async def history(self, run_id: str) -> list[Experiment]:
         """Every experiment of the run, in iteration order (read page by page)."""

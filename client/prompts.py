@@ -15,18 +15,22 @@ from autoresearch_mcp.contract.models import Experiment, TaskInfo
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
-# The request that ends a turn under the text protocol: "Next?" alone drew status reports ("Done: the
-# sorting was replaced...") from Qwen2.5-Coder-1.5B instead of code.
-TEXT_TURN = "Next? One line on what you change, then SEARCH/REPLACE edits (or the whole new train.py)."
-# Text replies take edits (EDIT_FORM): copying the whole 148-line train.py, the 1.5B model dropped
-# lines in most replies and spent 50-110 s a call on it.
+# What a text reply with code is: "Next?" alone drew status reports ("Done: the sorting was
+# replaced...") from Qwen2.5-Coder-1.5B instead of code. Copying the whole 148-line train.py it dropped
+# lines in most replies; a function of it, or edits, it can write.
+CODE_REPLY = (
+    "the new version of the function in one ```python block (one def, the same name and parameters), "
+    "or SEARCH/REPLACE edits"
+)
+TEXT_TURN = f"Next? One line on what you change, then {CODE_REPLY}."
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (
-    "You improve train.py autonomously. Each turn shows the run's summary and the current train.py. "
-    f"Reply with one line saying what you change and why, then one or more edits. {EDIT_RULE}, for "
-    f"example:\n{EDIT_FORM}\n"
-    "(or the whole new train.py in one ```python block). Each new version is run and measured at once. "
-    "To go back to version N, reply REVERT v<N>. When no idea is left, reply DONE: <reason>."
+    "You improve train.py autonomously. Each turn shows the run's summary, where train.py spends its "
+    "time, and the code to work on. Reply with one line saying what you change and why, then the new "
+    "version of one function in a ```python block (one def, the same name and parameters; import lines "
+    f"above it go to the top of the file), or edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
+    "Each new version is run and measured at once. To go back to version N, reply REVERT v<N>. When no "
+    "idea is left, reply DONE: <reason>."
 )
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
@@ -34,10 +38,7 @@ NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one
 def text_format(latest_version: int, used: int) -> str:
     """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
     "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran."""
-    options = [
-        "one line saying what you change, then SEARCH/REPLACE edits (or the whole new train.py in one "
-        "```python block)"
-    ]
+    options = [f"one line saying what you change, then {CODE_REPLY}"]
     if latest_version > 1:
         options.append(f"REVERT v<N> with N from 1 to {latest_version}")
     if used > 0:
@@ -50,7 +51,7 @@ def text_nudge(reply: str, latest_version: int, used: int) -> str:
     if "SEARCH" in reply.upper() and "REPLACE" in reply.upper():
         wrong = f"Your edit was not in the form the agent reads. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
     elif "```" in reply:
-        wrong = "Your code block held no whole train.py (no `def`): the reply ended early."
+        wrong = "Your code block held no function (no `def`): the reply ended early."
     elif says_done(reply) and used == 0:
         wrong = "No version has been benchmarked yet: DONE is early."
     else:
@@ -81,9 +82,10 @@ def repeat_hint(
     return f"Change at least one value this time, e.g. {change_of(name, bounds_of(schema or {}, name), params.get(name))}."
 
 
-def stateful_turn(summary: str, request: str, code: str | None = None) -> str:
-    """The per-turn message: the summary, the current train.py in a code task, the request."""
-    shown = f"\ntrain.py (current):\n```python\n{code.rstrip()}\n```" if code is not None else ""
+def stateful_turn(summary: str, request: str, focus: str | None = None) -> str:
+    """The per-turn message: the summary, in a code task where the time goes and the code in focus
+    (focus.py), the request."""
+    shown = f"\n{focus.rstrip()}" if focus else ""
     return f"{summary}{shown}\n{request}"
 
 
@@ -157,8 +159,10 @@ def _better(value: float, than: float, task: TaskInfo) -> bool:
     return value > than if task.direction == "max" else value < than
 
 
-def stateless_code(task: TaskInfo, versions: list[CodeVersion]) -> str:
-    """One message: the task and every earlier version in full with its result."""
+def stateless_code(task: TaskInfo, versions: list[CodeVersion], profile: str = "") -> str:
+    """One message: the task and every earlier version in full with its result, then where the latest
+    version spends its time (the same profile lines the stateful agent shows: both modes know alike
+    where the time goes)."""
     words = task.agent.stateless
     lines = [
         f"{words.intro or 'You are improving code.'} Task: {task.description}",
@@ -172,6 +176,8 @@ def stateless_code(task: TaskInfo, versions: list[CodeVersion]) -> str:
         lines.append(v.code.rstrip("\n"))
         lines.append("Benchmark:")
         lines.append(v.benchmark)
+    if profile:
+        lines.append(profile)
     lines.append(words.reply)
     return "\n".join(lines)
 

@@ -1,6 +1,6 @@
-"""Reading a model's reply: the JSON object, code block, SEARCH/REPLACE edits, REVERT or DONE it holds,
-and for the text protocol what the reply asks the agent to do (`read_text_reply`). Prompt text lives in
-prompts.py."""
+"""Reading a model's reply: the JSON object, code block (a whole file, or new versions of some of its
+functions), SEARCH/REPLACE edits, REVERT or DONE it holds, and for the text protocol what the reply
+asks the agent to do (`read_text_reply`). Prompt text lives in prompts.py."""
 
 import ast
 import json
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE, fence_body
+from autoresearch_mcp.contract.functions import all_functions, functions_in
 
 
 def says_done(reply: str) -> bool:
@@ -159,7 +160,7 @@ def cut_off(code: str, current: str) -> str | None:
         if function.name in returning and not _returns_value(function):
             return (
                 f"Your python block's {function.name} never returns a value (train.py's does): it looks "
-                "like part of the file. Send the part you change as SEARCH/REPLACE edits, or the whole file."
+                f"like part of it. Send the whole new {function.name}, or SEARCH/REPLACE edits."
             )
     return None
 
@@ -170,6 +171,29 @@ def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]
 
 def _returns_value(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(function))
+
+
+def function_versions(
+    code: str, current: str, files: list[str] | None = None
+) -> list[tuple[str, str]] | None:
+    """New versions of some of train.py's top-level functions: a code block holding only defs that
+    train.py has (and import lines), but not all of them, as replace_function's (name, source) pairs,
+    the imports sent with the first. None when the block is a whole file (or not code at all)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    defs = functions_in(code)
+    if not defs or len(imports) + len(defs) != len(tree.body):
+        return None
+    existing = {f.name for f in all_functions(current, files)}
+    names = [f.name for f in defs]
+    if not set(names) <= existing or existing <= set(names) or len(set(names)) != len(names):
+        return None
+    lines = code.splitlines()
+    header = "".join("\n".join(lines[node.lineno - 1 : node.end_lineno]) + "\n" for node in imports)
+    return [(f.name, (header if i == 0 else "") + f.source) for i, f in enumerate(defs)]
 
 
 def parse_code(text: str) -> str | None:
@@ -199,23 +223,28 @@ class TextReply:
     """What a text-protocol reply asks for: edits, a whole new file (source), a revert, DONE, or nothing
     the agent can use (refused, with why when the reply itself was wrong)."""
 
-    action: Literal["edits", "source", "revert", "done", "refused"]
+    action: Literal["edits", "source", "functions", "revert", "done", "refused"]
     edits: list[tuple[str, str]] | None = None
     source: str | None = None
+    functions: list[tuple[str, str]] | None = None  # (name, new definition) for replace_function
     version: int | None = None
     why_not: str | None = None  # refused: what was wrong (None: the caller says what the format is)
     kind: str = ""  # refused: the refusal's kind, as results.json counts them
 
 
-def read_text_reply(text: str, current: str, used: int) -> TextReply:
+def read_text_reply(text: str, current: str, used: int, files: list[str] | None = None) -> TextReply:
     """One text reply against the current train.py, after `used` experiments. Edits win over a revert;
-    a whole file (a python block, or one edit with an empty SEARCH) over edits."""
+    a python block (new versions of some functions, or a whole file; or one edit with an empty SEARCH)
+    over edits."""
     edits = parse_edits(text)
     code = whole_file_edit(edits) if edits else parse_code(text)
     if code is not None:
         why_not = cut_off(code, current)
         if why_not is not None:
             return TextReply("refused", why_not=why_not, kind="cut_off_code")
+        functions = function_versions(code, current, files)
+        if functions is not None:
+            return TextReply("functions", functions=functions)
         return TextReply("source", source=code)
     if edits is not None:
         if any(not search.strip() for search, _ in edits):

@@ -4,11 +4,14 @@ the agent's small tool set, the run summary read fresh from the server, and a bo
 The window is a list of turns (an assistant message and the user message answering it), so it never
 separates a tool call from its result. By default it holds only the turns since the last recorded
 experiment: the summary already carries every result. In a code task the turn's message also holds
-the current train.py (once per request: a refused edit's turn does not repeat it), and the agent
-benchmarks each accepted edit itself, so the model needs one tool call per reply. With `code_replies=
-"text"` the model offers no tool call at all: it answers with the whole file in a python block (small
-models cannot write code inside a JSON string), which the agent sends unchanged as modify_train_py's
-source and benchmarks.
+where train.py spends its time and the function in focus (focus.py: the hottest, or the one that just
+failed), never the whole file; the window then also keeps the turn of the last experiment when it
+failed, so that the model sees what it wrote beside what went wrong, and that code is not sent again.
+The agent benchmarks each accepted change itself, so the model needs one tool call per reply
+(replace_function with a function's new version, or modify_train_py with edits). With `code_replies=
+"text"` the model offers no tool call at all: it answers with a function's new version in a python
+block, or SEARCH/REPLACE edits (small models cannot write code inside a JSON string), which the agent
+sends as those calls and benchmarks.
 """
 
 import json
@@ -27,6 +30,7 @@ from autoresearch_mcp.client.check import (
     finish,
 )
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
+from autoresearch_mcp.client.focus import Failure, changed_functions, focus_text
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import (
@@ -45,20 +49,26 @@ from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 
 EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
+EDIT_TOOLS = ("modify_train_py", "replace_function")
 MAX_RESULT_CHARS = 3000
+FAILURE_CHARS = 400
 
 
 class Turn(BaseModel):
     assistant: Message
     user: Message
     recorded_experiment: bool = False
+    failed_experiment: bool = False  # it recorded an experiment that crashed, was wrong or timed out
     refused: bool = False  # a reply that recorded nothing and changed nothing (text replies, nudges)
 
 
-def select_window(turns: list[Turn], window: int | None) -> list[Turn]:
+def select_window(turns: list[Turn], window: int | None, keep_failed: bool = False) -> list[Turn]:
+    """The turns a request replays. `keep_failed` (code tasks): the turn of the last experiment too,
+    when it failed: the model's own failed code and its error."""
     if window is None:
         last = max((i for i, t in enumerate(turns) if t.recorded_experiment), default=-1)
-        return _without_earlier_refusals(turns[last + 1 :])
+        kept = [turns[last]] if keep_failed and last >= 0 and turns[last].failed_experiment else []
+        return kept + _without_earlier_refusals(turns[last + 1 :])
     # Drop the older refusals first, so that they do not eat into the N messages the window may hold.
     kept = _without_earlier_refusals(turns)
     return kept[-(window // 2) :] if window >= 2 else []
@@ -128,7 +138,7 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
         if best:
             line += f"; best {best.metric:.4f} (#{best.iteration})"
         return line + f"; budget left {result.budget_left}"
-    if tool in ("modify_train_py", "revert_train_py"):
+    if tool in (*EDIT_TOOLS, "revert_train_py"):
         info = outcome.as_model(ArtifactInfo)
         return f"train.py is now v{info.version} ({info.lines} lines)"
     if tool == "get_current_train_py":
@@ -137,11 +147,23 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
     return json.dumps(outcome.data, separators=(",", ":"))[:MAX_RESULT_CHARS]
 
 
+def window_texts(window: list[Turn]) -> list[str]:
+    """The texts a request's window holds (replies, their calls' arguments, results): where code the
+    model has already seen may be."""
+    texts = []
+    for turn in window:
+        texts += [turn.assistant.text, turn.user.text, *(r.content for r in turn.user.tool_results)]
+        texts += [str(v) for call in turn.assistant.tool_calls for v in call.arguments.values()]
+    return texts
+
+
 class StatefulAgent(Agent):
     turns: list[Turn]  # every exchange of this run; the window is chosen from them
     repeats: int  # exact-repeat refusals so far
     latest_version: int  # text replies: the newest train.py version the model was told of
-    current_code: str  # code tasks: train.py as the last request showed it
+    current_code: str  # code tasks: train.py as the last request had it
+    changed: list[str]  # code tasks: the functions the last change of train.py touched
+    last_result: ExperimentResult | None  # the latest experiment this agent recorded
 
     def __init__(
         self,
@@ -153,6 +175,7 @@ class StatefulAgent(Agent):
     ) -> None:
         super().__init__(rc, transcript, run_id, config, progress)
         self.turns, self.repeats, self.latest_version = [], 0, 1
+        self.current_code, self.changed, self.last_result = "", [], None
 
     async def run(self) -> AgentResult:
         task = self.config.task
@@ -168,12 +191,11 @@ class StatefulAgent(Agent):
             stop = stop or check(run, self.failures, self.config, self.calls)
             if stop:
                 break
-            window = select_window(self.turns, self.config.window)
+            window = select_window(self.turns, self.config.window, keep_failed=task.kind == "code")
             summary = await self.rc.summary(self.run_id)
-            code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
-            self.current_code = code or ""
+            focus = await self._focus(window) if task.kind == "code" else None
             request_text = TEXT_TURN if text_mode else task.agent.turn
-            messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
+            messages = [Message(role="user", text=stateful_turn(summary, request_text, focus))]
             if text_mode:
                 messages = text_messages(messages[0], window)
             else:
@@ -218,6 +240,23 @@ class StatefulAgent(Agent):
             self.rc, self.run_id, "stateful", stop, self.calls, self.transcript, self.refusals
         )
 
+    async def _focus(self, window: list[Turn]) -> str:
+        """A code turn's view of train.py (focus.py): the profile, and the function to work on."""
+        files = self.config.task.files if len(self.config.task.files) > 1 else None
+        code = await self.rc.train_py(self.run_id)
+        if self.current_code and code != self.current_code:
+            self.changed = changed_functions(self.current_code, code, files)
+        self.current_code = code
+        info = await self.rc.profile(self.run_id)
+        failure = None
+        last = self.last_result.experiment if self.last_result is not None else None
+        current = info is None or (last is not None and info.version == last.artifact_version)
+        if last is not None and last.status not in ("ok", "running") and current:
+            headline = error_headline(last.error_tail or "") or last.status
+            failure = Failure(last.status, headline[:FAILURE_CHARS])
+        profile = info.profile if info is not None else None
+        return focus_text(code, files, profile, failure, self.changed, window_texts(window))
+
     async def _run_tools(self, assistant: Message, calls: list[ToolCall], names: set[str]) -> Turn:
         profile = self.config.task.agent
         results: list[ToolResult] = []
@@ -259,8 +298,8 @@ class StatefulAgent(Agent):
                     )
                     self.repeats += 1
                 ended = self._account(call, outcome, turn)
-                edit_refused = edit_refused or (call.name == "modify_train_py" and not outcome.ok)
-                if call.name == "modify_train_py" and outcome.ok and profile.benchmark_after_edit:
+                edit_refused = edit_refused or (call.name in EDIT_TOOLS and not outcome.ok)
+                if call.name in EDIT_TOOLS and outcome.ok and profile.benchmark_after_edit:
                     # The agent's own step, shown to the model with its edit's result.
                     bench = ToolCall(id=f"{call.id}-bench", name="run_benchmark", arguments={})
                     measured = await self.rc.call("run_benchmark", {"run_id": self.run_id})
@@ -280,7 +319,8 @@ class StatefulAgent(Agent):
         model's words become the version's description."""
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
-        reply = read_text_reply(text, self.current_code, used)
+        files = self.config.task.files if len(self.config.task.files) > 1 else None
+        reply = read_text_reply(text, self.current_code, used, files)
         if reply.action == "done":
             return ("llm-done", text.strip()[:300])
         if reply.action == "refused":
@@ -302,14 +342,25 @@ class StatefulAgent(Agent):
                 self.failures += 1
             return turn
         arguments: dict[str, Any] = {"description": describe_reply(text)}
-        if reply.edits is not None:
-            arguments["edits"] = [{"search": search, "replace": replace} for search, replace in reply.edits]
+        if reply.functions is not None:
+            for name, source in reply.functions:  # one version per function; benchmarked once, after
+                changed = await self._text_call(
+                    turn, "replace_function", {"name": name, "source": source, **arguments}
+                )
+                turn.user.text = self._text_result("replace_function", changed, used)
+                if not changed.ok:
+                    return turn
         else:
-            arguments["source"] = reply.source
-        changed = await self._text_call(turn, "modify_train_py", arguments)
-        turn.user.text = self._text_result("modify_train_py", changed, used)
-        if not changed.ok:
-            return turn
+            if reply.edits is not None:
+                arguments["edits"] = [
+                    {"search": search, "replace": replace} for search, replace in reply.edits
+                ]
+            else:
+                arguments["source"] = reply.source
+            changed = await self._text_call(turn, "modify_train_py", arguments)
+            turn.user.text = self._text_result("modify_train_py", changed, used)
+            if not changed.ok:
+                return turn
         measured = await self._text_call(turn, "run_benchmark", {})
         turn.user.text += "; benchmarked: " + result_text("run_benchmark", measured)
         self._account(ToolCall(id="text-bench", name="run_benchmark", arguments={}), measured, turn)
@@ -321,7 +372,7 @@ class StatefulAgent(Agent):
         DONE or "Done: The code was optimized..."."""
         if outcome.ok:
             self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
-        if outcome.ok and tool == "modify_train_py":
+        if outcome.ok and tool in EDIT_TOOLS:
             return result_text(tool, outcome)
         return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, used)}"
 
@@ -347,6 +398,8 @@ class StatefulAgent(Agent):
             return False
         turn.recorded_experiment = True
         result = outcome.as_model(ExperimentResult)
+        self.last_result = result
+        turn.failed_experiment = result.experiment.status not in ("ok", "running")
         if result.experiment.status == "ok":
             self.failures = 0
         else:

@@ -16,11 +16,13 @@ from autoresearch_mcp.client.check import (
     finish,
 )
 from autoresearch_mcp.client.connect import ResearchClient
+from autoresearch_mcp.client.focus import lines_line, time_line
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import CodeVersion, benchmark_text, stateless_code, stateless_hpo
-from autoresearch_mcp.client.replies import parse_code, parse_json_object, says_done
+from autoresearch_mcp.client.replies import function_versions, parse_code, parse_json_object, says_done
 from autoresearch_mcp.contract.models import ArtifactInfo, Experiment, ExperimentResult
+from autoresearch_mcp.contract.profile import Profile
 
 
 class StatelessAgent(Agent):
@@ -37,6 +39,8 @@ class StatelessAgent(Agent):
         self.description = task_description
         self.experiments: list[Experiment] = []  # HPO: every experiment so far
         self.versions: list[CodeVersion] = []  # code: every version with its benchmark
+        self.source = ""  # code: the current train.py
+        self.profile: Profile | None = None  # code: where the latest version spends its time
 
     async def run(self) -> AgentResult:
         code_task = self.config.task.kind == "code"
@@ -55,6 +59,9 @@ class StatelessAgent(Agent):
             self.versions.append(
                 CodeVersion(iteration=0, code=current.source or "", headline=headline, benchmark=block)
             )
+            self.source = current.source or ""
+            info = await self.rc.profile(self.run_id)
+            self.profile = info.profile if info is not None else None
         else:
             self.experiments = list(earlier)
         stop: tuple[StopReason, str] | None = None
@@ -65,7 +72,9 @@ class StatelessAgent(Agent):
                 break
             task = self.config.task.model_copy(update={"description": self.description})
             prompt = (
-                stateless_code(task, self.versions) if code_task else stateless_hpo(task, self.experiments)
+                stateless_code(task, self.versions, self._profile_text())
+                if code_task
+                else stateless_hpo(task, self.experiments)
             )
             request = LLMRequest(
                 system="", messages=[Message(role="user", text=prompt)], max_tokens=self.config.max_tokens
@@ -106,6 +115,11 @@ class StatelessAgent(Agent):
         self.failures = 0 if experiment.status == "ok" else self.failures + 1
         return None
 
+    def _profile_text(self) -> str:
+        if self.profile is None:
+            return ""
+        return " ".join(part for part in (time_line(self.profile), lines_line(self.profile)) if part)
+
     async def _code_step(self, text: str) -> tuple[StopReason, str] | None:
         code = parse_code(text)
         if code is None:
@@ -115,14 +129,20 @@ class StatelessAgent(Agent):
             self.refused(kind="unparsed_reply")
             return None
         iteration = len(self.versions)
-        changed = await self.rc.call(
-            "modify_train_py",
-            {"source": code, "description": f"stateless iteration {iteration}", "run_id": self.run_id},
-        )
-        if not changed.ok:
-            self.failures += 1
-            self.refused(changed)
-            return None
+        description = f"stateless iteration {iteration}"
+        files = self.config.task.files if len(self.config.task.files) > 1 else None
+        calls = [
+            ("replace_function", {"name": name, "source": source, "description": description})
+            for name, source in function_versions(code, self.source, files) or []
+        ] or [("modify_train_py", {"source": code, "description": description})]
+        for tool, arguments in calls:  # a function's new version, or the whole file
+            changed = await self.rc.call(tool, {**arguments, "run_id": self.run_id})
+            if not changed.ok:
+                self.failures += 1
+                self.refused(changed)
+                return None
+        current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
+        self.source = current.source or ""
         outcome = await self.rc.call("run_benchmark", {"run_id": self.run_id})
         if not outcome.ok:
             self.failures += 1
@@ -139,6 +159,9 @@ class StatelessAgent(Agent):
                 self.config.task, "ok", {"time_ms": base, "baseline_ms": base, "speedup": 1.0}, None, repeats
             )[1]
         headline, block = benchmark_text(self.config.task, exp.status, metrics, exp.error_tail, repeats)
-        self.versions.append(CodeVersion(iteration=iteration, code=code, headline=headline, benchmark=block))
+        self.versions.append(
+            CodeVersion(iteration=iteration, code=self.source, headline=headline, benchmark=block)
+        )
+        self.profile = outcome.as_model(ExperimentResult).profile
         self.failures = 0 if exp.status == "ok" else self.failures + 1
         return None

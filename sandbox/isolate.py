@@ -17,6 +17,7 @@ worth forging.
 import contextlib
 import ctypes
 import json
+import linecache
 import os
 import resource
 import select
@@ -302,6 +303,12 @@ def _drop_privileges() -> None:
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: all empty
     if hasattr(libc, "capset"):
         libc.capset(header, data)
+
+
+def show_source(filename: str, source: str) -> None:
+    """Let tracebacks quote the candidate's own lines: its file exists only as text, so without this a
+    traceback says `line 70` and not what line 70 is. Called in the fork before the candidate loads."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
 
 
 def candidate_traceback(limit: int = 1500) -> str:

@@ -132,6 +132,7 @@ def delete_run(store: Store, run_id: str, *, force: bool = False) -> Removed:
             "run_counts",
             "param_values",
             "param_counts",
+            "profiles",
         ):
             conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
         conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))

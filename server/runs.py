@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from autoresearch_mcp.contract.edits import EditError, apply_edits, unfence
 from autoresearch_mcp.contract.errors import RefusalKind, RefusedError, ResearchError, error_headline
+from autoresearch_mcp.contract.functions import replace_function
 from autoresearch_mcp.contract.models import (
     ArtifactVersion,
     Experiment,
@@ -28,6 +29,7 @@ from autoresearch_mcp.contract.models import (
     Run,
     RunStatus,
 )
+from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.isolation import weaker_guarantees
 from autoresearch_mcp.sandbox.resources import sweep_stale_sandboxes
 from autoresearch_mcp.server.events import ResearchEvents
@@ -341,13 +343,15 @@ class RunService:
         exp = self.store.get_experiment(exp_id)
         task = self.task(self.store.get_run(exp.run_id).task)
         done = self.record(exp_id, outcome, duration_s, lambda best: task.keeps(outcome, best))
-        return self.result(exp.run_id, done)
+        return self.result(exp.run_id, done, outcome.profile)
 
     def record(self, exp_id: int, outcome: Outcome, duration_s: float, keep: KeepRule) -> Experiment:
         """Store the outcome, kept or not as `keep` says; the run's status is left to the caller."""
         try:
             if outcome.state_update:
                 self.store.update_run_options(self.store.get_experiment(exp_id).run_id, outcome.state_update)
+            if outcome.profile is not None:
+                self.store.profiles.put(self.store.get_experiment(exp_id).run_id, outcome.profile)
             return self.store.complete_experiment(
                 exp_id,
                 status=outcome.status,
@@ -379,7 +383,7 @@ class RunService:
     def execute(self, task: Task, params: Any, source: str, ctx: ExecContext) -> Outcome:
         return execute_safely(task, params, source, ctx)
 
-    def result(self, run_id: str, exp: Experiment) -> ExperimentResult:
+    def result(self, run_id: str, exp: Experiment, profile: Profile | None = None) -> ExperimentResult:
         run = self.store.get_run(run_id)
         status: RunStatus | None = None
         if run.status == "running":
@@ -398,6 +402,7 @@ class RunService:
             best=run.best,
             budget_left=max(run.budget - run.used, 0),
             run_status=run.status,
+            profile=profile,
         )
 
     def run_benchmark(self, run_id: str) -> ExperimentResult:
@@ -521,6 +526,42 @@ class RunService:
                 "or go back to a version that ran"
             )
         return message
+
+    def replace_function(
+        self, run_id: str, name: str, source: str, description: str | None
+    ) -> ArtifactVersion:
+        """train.py with one top-level function replaced by a new definition (contract/functions.py):
+        the same name and parameters, everything else as it was. Refused, with why, like an edit."""
+        with self.run_lock(run_id):
+            run = self.store.get_run(run_id)
+            task = self.task(run.task)
+            current = self.store.artifacts.get(run_id)
+            try:
+                new_source = replace_function(current.source, name, source, task.editable())
+            except (EditError, ValueError) as exc:
+                raise self.refuse(
+                    run_id, "replace_function", f"edit rejected, train.py unchanged: {exc}", "rejected_edit"
+                ) from None
+            return self._modify_artifact(run_id, description or f"a new {name}", new_source, None)
+
+    def profile(self, run_id: str) -> Profile | None:
+        """Where the current train.py spends its time: the profile its benchmark took, else one taken
+        now in the sandbox (no budget: it records no experiment). None for a task that does not
+        profile, or a version that does not run."""
+        run = self.store.get_run(run_id)
+        task = self.task(run.task)
+        current = self.store.artifacts.get(run_id)
+        found = self.store.profiles.get(run_id, current.sha256)
+        if found is not None:
+            return found
+        ctx = ExecContext(run_id=run_id, seed=run.seed, iteration=run.used + 1, options=run.config["options"])
+        try:
+            found = task.profile(task.params_model(), current.source, ctx)
+        except ResearchError:  # e.g. the task folder's data went missing: no profile, not a failure
+            return None
+        if found is not None:
+            self.store.profiles.put(run_id, found)
+        return found
 
     def revert_artifact(self, run_id: str, version: int) -> ArtifactVersion:
         with self.run_lock(run_id):

@@ -4,6 +4,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from autoresearch_mcp.contract.profile import Profile
+
 RunStatus = Literal["running", "converged", "exhausted", "stopped"]
 ExperimentStatus = Literal["running", "ok", "crash", "timeout", "incorrect", "interrupted"]
 NoteKind = Literal["strategy", "failed"]
@@ -123,6 +125,11 @@ class ExperimentResult(BaseModel):
     message: str | None = Field(
         default=None, description="how the keep decision was made, when it needs saying"
     )
+    profile: Profile | None = Field(
+        default=None,
+        description="code tasks: where this version spends its time (per function, and per line of the "
+        "hottest), measured apart from the timed calls; absent when it did not run correctly",
+    )
 
 
 class HistoryPage(BaseModel):
@@ -208,10 +215,12 @@ class QueryResult(BaseModel):
 
 
 class ScriptedStep(BaseModel):
-    """One move of the scripted double on a code task: search/replace edits of the previous step's file."""
+    """One move of the scripted double on a code task: search/replace edits of the previous step's file,
+    or one whole new definition of a top-level function (replace_function's `source`)."""
 
     description: str
-    edits: list[tuple[str, str]]
+    edits: list[tuple[str, str]] = Field(default_factory=list)
+    function: str | None = None
 
 
 class ScriptedPlan(BaseModel):

@@ -10,7 +10,10 @@ schema and the task's scripted plan), so a new task needs no edit here.
   It never proposes the same configuration twice.
 - code tasks (codeopt-records): walks the plan's chain of steps (real rewrites, then semantically
   equivalent one-line variants: the kind of non-improving attempt a real model keeps making), one
-  cumulative step per call, then says it is done.
+  cumulative step per call, then says it is done. A step is edits (sent with modify_train_py) or a
+  function's new version (sent with replace_function where the request offers it, else as an edit).
+  It follows its plan, not what the request shows: the plan was ordered to rewrite the function the
+  profile names as the hottest.
 """
 
 import json
@@ -29,6 +32,7 @@ from autoresearch_mcp.client.llm.base import (
     anthropic_wire_tools,
 )
 from autoresearch_mcp.contract.edits import apply_edits
+from autoresearch_mcp.contract.functions import replace_function
 from autoresearch_mcp.contract.models import ScriptedPlan, TaskInfo
 
 # Share of proposals that perturb the best so far (the rest explore the prior), as an LLM mostly
@@ -198,13 +202,28 @@ class _CodePolicy:
         if self.step >= self.total:
             return None
         self.step += 1
-        self.sources.append(apply_edits(self.sources[-1], self.steps[self.step - 1].edits))
+        step = self.steps[self.step - 1]
+        if step.function is not None:
+            name = function_name(step.function)
+            self.sources.append(replace_function(self.sources[-1], name, step.function))
+        else:
+            self.sources.append(apply_edits(self.sources[-1], step.edits))
         return self.step
 
 
+def function_name(definition: str) -> str:
+    """The name of the def in a function step's text (import lines may come first)."""
+    match = re.search(r"^(?:async\s+)?def\s+(\w+)", definition, re.MULTILINE)
+    if match is None:
+        raise LLMError("scripted backend: a function step holds no def")
+    return match.group(1)
+
+
 def _last_edit_refused(request: LLMRequest) -> bool:
-    """Whether the latest modify_train_py the request shows (whoever's call it was) came back an error."""
-    edits = {c.id for m in request.messages for c in m.tool_calls if c.name == "modify_train_py"}
+    """Whether the latest change of train.py the request shows (whoever's call it was) came back an
+    error."""
+    changes = ("modify_train_py", "replace_function")
+    edits = {c.id for m in request.messages for c in m.tool_calls if c.name in changes}
     results = [r for m in request.messages for r in m.tool_results if r.tool_call_id in edits]
     return bool(results) and results[-1].is_error
 
@@ -289,14 +308,22 @@ class ScriptedLLM:
         if not stateful:
             return self._reply("CODE:\n" + source)
         change: dict[str, Any] = {"description": description}
+        tool = "modify_train_py"
         if refused and whole_file:
+            change["source"] = source
+        elif move.function is not None and "replace_function" in tools:
+            tool = "replace_function"
+            change.update(name=function_name(move.function), source=move.function)
+        elif move.function is not None:  # no replace_function offered: the whole file instead
+            if not whole_file:
+                raise LLMError("scripted backend: a function step needs replace_function or a whole file")
             change["source"] = source
         else:
             change["edits"] = [{"search": s, "replace": r} for s, r in edits]
-        calls = [ToolCall(id=self._id(), name="modify_train_py", arguments=change)]
+        calls = [ToolCall(id=self._id(), name=tool, arguments=change)]
         if benchmarks_itself:  # a profile whose agent does not benchmark each accepted edit
             calls.append(ToolCall(id=self._id(), name="run_benchmark", arguments={}))
-        return self._reply(f"Step {step}/{total}: {description}", calls)
+        return self._reply("", calls)  # the call's description says what it does
 
     async def aclose(self) -> None:
         return None

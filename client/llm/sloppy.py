@@ -94,6 +94,11 @@ class SloppyLLM:
                 ]
                 broken = modify.model_copy(update={"arguments": {**modify.arguments, "edits": edits}})
                 return response.model_copy(update={"tool_calls": [broken, *response.tool_calls[1:]]})
+            if response.tool_calls and "source" in response.tool_calls[0].arguments:
+                change = response.tool_calls[0]
+                source = textwrap.dedent(change.arguments["source"]).replace("\n", "\n ", 1)
+                broken = change.model_copy(update={"arguments": {**change.arguments, "source": source}})
+                return response.model_copy(update={"tool_calls": [broken, *response.tool_calls[1:]]})
             if response.text.startswith("CODE:"):
                 return response.model_copy(
                     update={"text": "CODE:\n" + textwrap.dedent(response.text[5:]).replace("\n", "\n ", 2)}

@@ -1,8 +1,8 @@
 """The run store: one SQLite file (WAL), the only copy of every run's history.
 
 Runs live here; experiments in store.experiments (the half of the Store about them); train.py
-versions, notes, events, jobs and the per-run counters in the records it is composed of
-(store.artifacts, store.notes, store.jobs, store.counts), all on one Database.
+versions, notes, events, jobs, profiles and the per-run counters in the records it is composed of
+(store.artifacts, store.notes, store.jobs, store.profiles, store.counts), all on one Database.
 """
 
 import json
@@ -19,6 +19,7 @@ from autoresearch_mcp.server.store.db import Database, canonical_json, now
 from autoresearch_mcp.server.store.experiments import ExperimentStore, Incumbent, KeepRule, better
 from autoresearch_mcp.server.store.jobs import JobRecords
 from autoresearch_mcp.server.store.notes import EventRecords, NoteRecords
+from autoresearch_mcp.server.store.profiles import ProfileRecords
 
 __all__ = ["Incumbent", "KeepRule", "Store", "better"]
 
@@ -34,6 +35,7 @@ class Store(ExperimentStore):
         self.notes = NoteRecords(self.db)
         self.events = EventRecords(self.db)
         self.jobs = JobRecords(self.db)
+        self.profiles = ProfileRecords(self.db)
 
     @property
     def path(self) -> Path:

@@ -311,6 +311,22 @@ migration(
 )
 
 
+# Profiles of train.py versions (contract/profile.py), by content: a version reverted to, or the
+# same text in a later version, finds its profile again instead of running the profiler.
+migration(
+    "009_profiles",
+    """
+    CREATE TABLE profiles (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        sha256 TEXT NOT NULL,
+        profile_json TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, sha256)
+    );
+    """,
+)
+
+
 def statements(sql: str) -> list[str]:
     """The statements of a migration script: split at each `;` that ends one (a trigger's body holds
     several), as sqlite3.complete_statement tells."""

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError,
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan, TaskInfo
+from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.results import BadResult, check_value
 from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
 from autoresearch_mcp.server.store import Incumbent, better
@@ -89,6 +90,9 @@ class Outcome(BaseModel):
         description="values the task wants kept in the run's options for later experiments "
         "(e.g. the baseline time measured once per run)",
     )
+    profile: Profile | None = Field(
+        default=None, description="where this version spends its time, for a task that profiles"
+    )
 
     @field_validator("error_tail")
     @classmethod
@@ -150,6 +154,12 @@ class Task(ABC):
     def editable(self) -> list[str]:
         """The files the artifact holds: train.py, or a task folder's `edit` files."""
         return ["train.py"]
+
+    def profile(self, params: BaseModel, source: str, ctx: ExecContext) -> Profile | None:
+        """Where `source` spends its time on the task's own input, measured in the sandbox apart from
+        any experiment (contract/profile.py); None for a task that does not profile, or when the
+        version did not run. A code task's experiments return the same with their result."""
+        return None
 
     def agent_profile(self) -> AgentProfile:
         """How an agent works on this task; a task folder's profile.py gives its own words."""

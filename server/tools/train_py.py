@@ -1,4 +1,5 @@
-"""Tools on the mutable artifact: get_current_train_py, modify_train_py, revert_train_py."""
+"""Tools on the mutable artifact: get_current_train_py, modify_train_py, replace_function,
+revert_train_py, and profile_train_py (where the current version spends its time)."""
 
 from typing import Annotated
 
@@ -7,6 +8,7 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch_mcp.contract.models import ArtifactInfo, ArtifactVersion, line_count
+from autoresearch_mcp.contract.profile import ProfileResult
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tools.common import ADDITIVE, READ_ONLY, RunId, RunResolver, refusals
 
@@ -60,6 +62,46 @@ def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
         pairs = None if edits is None else [(e.search, e.replace) for e in edits]
         version = service.modify_artifact(run_for(ctx, run_id), description, source, pairs)
         return artifact_info(version, with_source=False)
+
+    @mcp.tool(annotations=ADDITIVE)
+    @refusals
+    def replace_function(
+        ctx: Context,
+        name: Annotated[str, Field(min_length=1, max_length=200, description="the function's name")],
+        source: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=100_000,
+                description="its new def, same name and parameters (imports before it go to the top)",
+            ),
+        ],
+        description: Annotated[
+            str | None, Field(max_length=500, description="what the change does and why, one line")
+        ] = None,
+        run_id: RunId = None,
+    ) -> ArtifactInfo:
+        """Code tasks: replace one top-level function of train.py with a new definition, checked by the
+        AST (one def, the same name and parameters); everything else in the file stays as it was. The
+        guardrails check the result; a refused one changes nothing and says why. Every version is kept."""
+        version = research.runs.replace_function(run_for(ctx, run_id), name, source, description)
+        return artifact_info(version, with_source=False)
+
+    @mcp.tool(annotations=READ_ONLY)
+    @refusals
+    def profile_train_py(ctx: Context, run_id: RunId = None) -> ProfileResult:
+        """Code tasks: where the current train.py spends its time on the task's own input: each function's
+        share, and the slowest lines of the hottest one. The profile its benchmark took, or one taken now
+        in the sandbox (no budget used; apart from any timing, so it decides nothing)."""
+        run = run_for(ctx, run_id)
+        current = service.current_artifact(run)
+        found = service.profile(run)
+        note = (
+            None
+            if found is not None
+            else "no profile: this task does not profile, or this version does not run"
+        )
+        return ProfileResult(run_id=run, version=current.version, profile=found, note=note)
 
     @mcp.tool(annotations=ADDITIVE)
     @refusals

@@ -35,8 +35,8 @@ def args_for(tmp_path: Path, *extra: str) -> Any:
 
 # The first option every text-protocol answer offers.
 FORMAT = (
-    "Reply with one line saying what you change, then SEARCH/REPLACE edits (or the whole new train.py in "
-    "one ```python block)"
+    "Reply with one line saying what you change, then the new version of the function in one ```python "
+    "block (one def, the same name and parameters), or SEARCH/REPLACE edits"
 )
 
 
@@ -235,13 +235,16 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, ser
     records = load_transcript(result.transcript)
     sent = records[0]["request"]["messages"]
     if mode == "stateful":
-        # The turn shows the current train.py once; the model answers with one modify_train_py call
-        # (search/replace edits), and the agent benchmarks the accepted edit and shows the result.
-        assert len(sent) == 1 and sent[0]["text"].count("def process_records(records)") == 1
+        # The turn shows where the time goes and the hottest function, not the whole file; the model
+        # answers with one call (here edits), and the agent benchmarks the change and shows the result.
+        text = sent[0]["text"]
+        assert len(sent) == 1 and "Time by function: " in text and text.count("```python") == 1
+        assert "def process_records(records)" not in text  # the orchestrator takes no time
         names = [call["name"] for call in records[0]["response"]["tool_calls"]]
         assert names == ["modify_train_py"]
         assert "edits" in records[0]["response"]["tool_calls"][0]["arguments"]
         assert {tool["name"] for tool in records[0]["request"]["tools"]} == {
+            "replace_function",
             "modify_train_py",
             "revert_train_py",
         }
@@ -249,9 +252,10 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, ser
         assert "#1 " in second and "v2 " in second  # the agent's benchmark of the model's edit
     else:
         assert "=== Iteration 0 (original) ===" in sent[0]["text"]
-        assert "=== Iteration 1 (time=" in records[1]["request"]["messages"][0]["text"]
-        assert records[1]["request"]["messages"][0]["text"].endswith(
-            "Reply with CODE: and the complete function."
+        second = records[1]["request"]["messages"][0]["text"]
+        assert "=== Iteration 1 (time=" in second and "\nTime by function: " in second
+        assert second.endswith(
+            "Reply with CODE: and the complete function to replace (or the complete file)."
         )
 
 
@@ -259,9 +263,9 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, ser
 async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_can_revert(
     tmp_path: Path, server_env: None
 ):
-    """--code-replies text: small models cannot write code inside a JSON string, so they answer with the
-    whole file in a python block; the agent sends it unchanged as modify_train_py's source, benchmarks
-    it, and shows the result; REVERT v<N> and a reply with no code are handled too."""
+    """--code-replies text: small models cannot write code inside a JSON string, so they answer with code
+    in a python block (here the whole file); the agent sends it unchanged as modify_train_py's source,
+    benchmarks it, and shows the result; REVERT v<N> and a reply with no code are handled too."""
     faster, fastest = rewrites.source_after(1), rewrites.source_after(2)
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -282,8 +286,10 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     assert all("tools" not in body and "tool_choice" not in body for body in bodies)
     assert "```python block" in bodies[0]["messages"][0]["content"]  # the text protocol's system prompt
     second = bodies[1]["messages"][1]["content"]
-    assert "(#1, train.py v2)" in second and "train.py (current)" in second  # its benchmark, new code
-    assert second.endswith("then SEARCH/REPLACE edits (or the whole new train.py).")  # the format, each turn
+    assert "(#1, train.py v2)" in second and "Time by function: " in second  # its benchmark, the profile
+    assert second.endswith(
+        "```python block (one def, the same name and parameters), or SEARCH/REPLACE edits."
+    )
     # The refused reply is not replayed (the real model copied it word for word): only what was wrong.
     third = [m["content"] for m in bodies[2]["messages"]]
     assert len(third) == 2 and "I would make it faster." not in json.dumps(third)
@@ -316,13 +322,14 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
     edits; an empty SEARCH is refused with the rule, unless what follows it is a whole file (aider's
     reading), which becomes the source. A python block that is only the start of the file
     (its function returns nothing) is refused, not made train.py."""
-    ((search, replace),) = rewrites.REWRITES[0].edits
+    marked = "".join(
+        f"<<<<<<< SEARCH\n{search.rstrip()}\n=======\n{replace.rstrip()}\n>>>>>>> REPLACE\n"
+        for search, replace in rewrites.REWRITES[0].edits
+    )
     fragment = "def process_records(records):\n    data = list(records)\n"
     with FakeOpenAIServer() as fake:
         fake.enqueue(
-            chat_completion(
-                f"Read the records in place.\n<<<<<<< SEARCH\n{search}=======\n{replace}>>>>>>> REPLACE"
-            ),
+            chat_completion(f"Keep the top three with heapq.\n{marked}"),
             chat_completion(f"Start of a rewrite.\n```python\n{fragment}```"),
             chat_completion('Change: Replace "active".\n<<<<<<< SEARCH\n=======\n>>>>>>> REPLACE'),
             chat_completion(
@@ -384,8 +391,8 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
     assert result.detail == "Done: No further changes necessary."
     cut_off, no_such_version, early_done, no_version_7 = (note(bodies[i]) for i in (0, 1, 2, 4))
     measured = bodies[3]["messages"][-1]["content"]
-    assert cut_off.startswith("Your code block held no whole train.py")
-    assert "no version 3" in no_such_version and no_such_version.endswith("in one ```python block).")
+    assert cut_off.startswith("Your code block held no function")
+    assert "no version 3" in no_such_version and no_such_version.endswith("or SEARCH/REPLACE edits.")
     assert all("REVERT" not in a and "DONE" not in a for a in (cut_off, no_such_version))
     assert early_done.startswith("No version has been benchmarked yet: DONE is early.")
     assert "(#1, train.py v2)" in measured  # a new turn: the window starts after an experiment
@@ -565,6 +572,6 @@ async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_
     args = args_for(tmp_path, "--task", "codeopt-records", "--llm", "scripted-sloppy", "--iterations", "4")
     result = await run_session(args, mode="stateful", seed=42)
     assert result.stop_reason == "budget" and result.experiments == 4
-    rejected = [e for e in _error_results(result.transcript) if "edit rejected" in e]
+    rejected = [e for e in _error_results(result.transcript) if "edit rejected" in e]  # edits or a def
     assert rejected and "train.py unchanged" in rejected[0]
     assert result.refusals.get("rejected_edit", 0) == len(rejected)

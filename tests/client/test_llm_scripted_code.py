@@ -3,11 +3,12 @@
 import pytest
 
 from autoresearch_mcp.client.llm import LLMRequest, Message, ToolResult, ToolSpec
+from autoresearch_mcp.contract.functions import replace_function
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from conftest import scripted_llm
 
 CODE = "codeopt-records"
-CODE_TOOLS = ("get_current_train_py", "modify_train_py", "run_benchmark")
+CODE_TOOLS = ("replace_function", "modify_train_py", "revert_train_py")
 
 
 def _tool(name: str) -> ToolSpec:
@@ -23,21 +24,25 @@ def _stateful(text: str) -> LLMRequest:
 
 
 @pytest.mark.asyncio
-async def test_code_stateful_sends_each_catalogue_edit_as_its_one_call_then_says_done() -> None:
-    # The task's profile has the agent benchmark each accepted edit: one tool call per reply.
+async def test_code_stateful_sends_each_catalogue_step_as_its_one_call_then_says_done() -> None:
+    # The task's profile has the agent benchmark each accepted change: one tool call per reply, edits
+    # with modify_train_py, a function's new version with replace_function.
     llm = scripted_llm(CODE, seed=1)
     source = rewrites.source_after(0)
     for step, rewrite in enumerate(rewrites.REWRITES, start=1):
         response = await llm.complete(_stateful("Summary"))
-        (modify,) = response.tool_calls
-        assert modify.name == "modify_train_py"
-        assert modify.arguments["description"] == rewrite.description
-        edits = [(e["search"], e["replace"]) for e in modify.arguments["edits"]]
-        assert edits == list(rewrite.edits)
-        source = rewrites.apply_edits(source, edits)
+        (change,) = response.tool_calls
+        assert change.arguments["description"] == rewrite.description
+        if rewrite.function is not None:
+            assert change.name == "replace_function" and change.arguments["source"] == rewrite.function
+            source = replace_function(source, change.arguments["name"], change.arguments["source"])
+        else:
+            assert change.name == "modify_train_py"
+            edits = [(e["search"], e["replace"]) for e in change.arguments["edits"]]
+            assert edits == list(rewrite.edits)
+            source = rewrites.apply_edits(source, edits)
         assert source == rewrites.source_after(step)
-        total = len(rewrites.REWRITES) + rewrites.VARIANTS
-        assert response.stop_reason == "tool_use" and f"{step}/{total}" in response.text
+        assert response.stop_reason == "tool_use"
     for k in range(1, rewrites.VARIANTS + 1):  # then one-line equivalent variants, one edit each
         (modify,) = (await llm.complete(_stateful("Summary"))).tool_calls
         edits = [(e["search"], e["replace"]) for e in modify.arguments["edits"]]

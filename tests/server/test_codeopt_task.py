@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from autoresearch_mcp.contract.functions import functions_in
 from autoresearch_mcp.sandbox.guard import FORBIDDEN_NAMES
 from autoresearch_mcp.sandbox.runner import Limits
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome
@@ -102,12 +103,14 @@ def test_every_cumulative_rewrite_passes_the_guard_and_matches_the_reference() -
             assert first_difference(reference(records), candidate(records)) is None, f"step {step}"
 
 
-def test_each_rewrite_search_text_occurs_exactly_once_where_it_applies() -> None:
+def test_each_rewrite_changes_one_function_with_edits_found_once_or_a_whole_new_definition() -> None:
     for step, rewrite in enumerate(rewrites.REWRITES):
         source = rewrites.source_after(step)
+        assert bool(rewrite.edits) != (rewrite.function is not None), f"step {step + 1}"
         for search, _ in rewrite.edits:
             assert source.count(search) == 1, f"step {step + 1}: {search[:60]!r}"
-        source = rewrites.apply_edits(source, rewrite.edits)
+        changed = rewrites.changed_functions(source, rewrites.source_after(step + 1))
+        assert len(changed) == 1, f"step {step + 1} changed {changed}"
 
 
 def test_apply_edits_refuses_a_search_text_that_is_missing_or_repeated() -> None:
@@ -201,20 +204,71 @@ def test_the_best_is_timed_beside_the_candidate_or_is_the_reference_itself() -> 
             assert outcome.metrics["vs_best"] == outcome.metrics["speedup"]
 
 
-def test_a_wrong_rewrite_is_incorrect_and_says_what_differed_on_which_input() -> None:
+def test_a_wrong_rewrite_fails_on_the_small_check_with_the_first_difference_and_its_input() -> None:
     source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
+    started = time.monotonic()
     outcome = benchmark(source)
     assert outcome.status == "incorrect" and outcome.metric is None and outcome.metrics == {"correct": 0.0}
     assert outcome.error_tail is not None
-    assert outcome.error_tail.startswith("wrong output (call 1 of 4, input make_records(1500, seed=")
+    assert outcome.error_tail.startswith("wrong output (the first check, on make_records(200, seed=")
     assert "['top_earners'][0]['id']: expected" in outcome.error_tail
+    assert time.monotonic() - started < 5  # one small call, not the 3 x 4 timed ones (a sandbox start)
 
 
-def test_an_exception_in_the_candidate_is_a_crash_with_its_traceback() -> None:
+def test_a_version_right_on_the_small_check_but_wrong_on_the_benchmark_input_says_which_call() -> None:
+    source = REFERENCE_AS_HELPER + (
+        "\n\ndef process_records(records):\n    out = _reference(records)\n"
+        "    if len(records) > 1000:\n        out['total'] = -1\n    return out\n"
+    )
+    outcome = benchmark(source)
+    assert outcome.status == "incorrect" and outcome.error_tail is not None
+    assert outcome.error_tail.startswith("wrong output (call 1 of 4, input make_records(1500, seed=")
+    assert "output['total']: expected 1500, got -1" in outcome.error_tail
+
+
+def test_an_exception_in_the_candidate_is_a_crash_that_quotes_its_failing_line() -> None:
     outcome = benchmark("def process_records(records):\n    return records[0]['no such field']\n")
     assert outcome.status == "crash" and outcome.error_tail is not None
-    assert outcome.error_tail.startswith("process_records raised an exception:")
+    headline = outcome.error_tail.splitlines()[0]
+    assert headline == (
+        "process_records raised an exception at line 2 (process_records): return records[0]['no such field']:"
+    )
     assert "KeyError: 'no such field'" in outcome.error_tail
+
+
+def test_a_correct_version_comes_back_with_its_profile_hottest_function_first() -> None:
+    outcome = benchmark(REFERENCE_SOURCE)
+    assert outcome.status == "ok" and outcome.profile is not None
+    profile = outcome.profile
+    names = [f.name for f in profile.functions]
+    assert set(names) <= {f.name for f in functions_in(REFERENCE_SOURCE)}
+    assert profile.hot == names[0] in {"department_stats", "count_people", "copy_records"}
+    assert abs(sum(f.share for f in profile.functions) - 1) < 0.01
+    assert profile.lines and all(line.share >= 0.05 for line in profile.lines)
+    hot = next(f for f in profile.functions if f.name == profile.hot)
+    source_lines = REFERENCE_SOURCE.splitlines()
+    for line in profile.lines:
+        assert hot.first_line <= line.line <= hot.last_line
+        assert source_lines[line.line - 1].strip() == line.text
+
+
+def test_the_profile_of_the_reference_finds_its_bubble_sort() -> None:
+    profile = CodeOptTask({"codeopt_records": 3000}).profile(
+        NoParams(),
+        REFERENCE_SOURCE,
+        ExecContext(
+            run_id="r-p", seed=1, iteration=1, options=CodeOptTask({"codeopt_records": 3000}).options()
+        ),
+    )
+    assert profile is not None and profile.hot == "department_stats"
+    assert any(line.text == "for j in range(len(top) - 1 - i):" for line in profile.lines)
+
+
+def test_a_version_that_crashes_has_no_profile() -> None:
+    source = "def process_records(records):\n    return records[0]['no such field']\n"
+    task = CodeOptTask(SMALL)
+    ctx = ExecContext(run_id="r-p", seed=1, iteration=1, options=task.options())
+    assert task.profile(NoParams(), source, ctx) is None
 
 
 def test_a_source_that_fails_to_load_is_a_crash_that_says_so() -> None:
@@ -302,7 +356,7 @@ def test_special_casing_a_known_benchmark_input_is_incorrect() -> None:
     source = f"ANSWER = {known}\n\n\ndef process_records(records):\n    return ANSWER\n"
     assert CodeOptTask({}).check_artifact(source) == []  # nothing for the guard to see
     outcome = benchmark(source)
-    assert outcome.status == "incorrect" and "call 1 of 4" in (outcome.error_tail or "")
+    assert outcome.status == "incorrect" and "the first check" in (outcome.error_tail or "")
 
 
 def test_mutating_the_input_to_make_the_work_trivial_is_incorrect() -> None:
@@ -310,7 +364,7 @@ def test_mutating_the_input_to_make_the_work_trivial_is_incorrect() -> None:
         "\n\ndef process_records(records):\n    del records[1:]\n    return _reference(records)\n"
     )
     outcome = benchmark(source)
-    assert outcome.status == "incorrect" and "output['total']: expected 1500, got 1" in (
+    assert outcome.status == "incorrect" and "output['total']: expected 200, got 1" in (
         outcome.error_tail or ""
     )
 

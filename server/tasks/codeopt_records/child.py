@@ -26,7 +26,15 @@ import types
 from functools import lru_cache, partial
 from typing import Any
 
-from autoresearch_mcp.sandbox.isolate import Channel, Isolated, candidate_traceback, run_isolated, window
+from autoresearch_mcp.sandbox.isolate import (
+    Channel,
+    Isolated,
+    candidate_traceback,
+    run_isolated,
+    show_source,
+    window,
+)
+from autoresearch_mcp.sandbox.profiler import LineProfiler, Sampler, calibrate
 from autoresearch_mcp.sandbox.proxies import (
     HIDDEN_BUILTINS,
     Importer,
@@ -34,7 +42,12 @@ from autoresearch_mcp.sandbox.proxies import (
     make_importer,
     safe_builtins,
 )
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE, make_records
+from autoresearch_mcp.server.tasks.codeopt_records.records import (
+    REFERENCE_SOURCE,
+    first_difference,
+    make_records,
+    process_records_fast,
+)
 
 # The task's guard policy is built from these (task.py); they live here, free of pydantic, because the
 # child enforces them again at run time and should start fast.
@@ -47,6 +60,10 @@ EXTRA_FORBIDDEN_NAMES = frozenset({"attrgetter", "methodcaller", "get_type_hints
 MAX_OUTPUT_ITEMS = 200_000  # containers, scalars and string characters in one output
 MAX_DEPTH = 40
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one call's output as JSON (the reference's is about 4 KB)
+# The profile: sampled over whole calls for at least this long (and this many calls), then one call
+# traced line by line in the hottest function.
+PROFILE_MIN_CALLS, PROFILE_MAX_CALLS, PROFILE_SAMPLE_S = 3, 30, 0.4
+MAX_PROFILE_ROWS = 5000
 _clock = time.perf_counter  # CLOCK_MONOTONIC: the fork's stamps and the harness's compare directly
 __all__ = ["HIDDEN_BUILTINS", "candidate_globals", "run_benchmark"]
 
@@ -79,15 +96,25 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
     the speedup and the comparison with the best are ratios of calls made side by side, which load
     from other processes moves alike on both sides.
 
+    Before any of that, the candidate runs once on a small input (`check`: n and seed), and a wrong
+    output or an exception ends the benchmark there, in milliseconds: the output goes back for the
+    server to judge. After the timed calls, with `profile` (the functions' line spans), one more fork
+    profiles the candidate on the benchmark's input size, apart from every timed call.
+
     Returns every call's measured time in ms (and CPU time, where measured) per member, the
     candidate's outputs, and the rival's times only when every rival call ended with a result (a rival
     failure is no failure of the candidate); or an error."""
     n = int(payload["n_records"])
     seeds = [int(seed) for seed in payload["seeds"]]
+    source = payload.get("source", REFERENCE_SOURCE)
     try:
-        code = compile(payload.get("source", REFERENCE_SOURCE), "train.py", "exec")
+        code = compile(source, "train.py", "exec")
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # compiling runs none of it
         return {"error": "load", "detail": candidate_traceback()}
+    if "check" in payload:
+        wrong = _check(code, source, int(payload["check"]["n"]), int(payload["check"]["seed"]))
+        if wrong is not None:
+            return wrong
     members: dict[str, types.CodeType | None] = {
         "candidate": code,
         "reference": compile(REFERENCE_SOURCE, "train.py", "exec"),
@@ -106,7 +133,7 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
             if member is None:
                 continue  # a rival that failed once is timed no more
             call = run_isolated(
-                partial(_one_call, member, n, seed),
+                partial(_one_call, member, n, seed, source if name == "candidate" else None),
                 writable=None,
                 max_messages=2,
                 max_bytes=MAX_MESSAGE_BYTES,
@@ -134,7 +161,94 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
     for name, key in (("candidate", "cpu_ms"), ("reference", "reference_cpu_ms"), ("rival", "rival_cpu_ms")):
         if name in members and members[name] is not None and len(cpu[name]) == len(seeds):
             report[key] = cpu[name]
+    if isinstance(payload.get("profile"), dict):
+        report["profile"] = profile(code, source, n, seeds[0], payload["profile"])
     return report
+
+
+def _check(code: types.CodeType, source: str, n: int, seed: int) -> dict[str, Any] | None:
+    """The candidate once on a small input: None when its output matches the trusted twin's, else the
+    failure (an exception, or the output for the server to judge: the harness only stops early)."""
+    call = run_isolated(
+        partial(_one_call, code, n, seed, source), writable=None, max_messages=2, max_bytes=MAX_MESSAGE_BYTES
+    )
+    verdict = _judge_call(call)
+    if "error" in verdict:
+        return verdict
+    if first_difference(process_records_fast(make_records(n, seed)), verdict["output"]) is None:
+        return None
+    return {"error": "wrong", "detail": "", "n": n, "seed": seed, "output": verdict["output"]}
+
+
+def profile(
+    code: types.CodeType, source: str, n: int, seed: int, spans: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The candidate's profile, from a fork of its own (no timed call shares it): seconds by line of
+    train.py, sampled over whole calls, and traced line by line in the hottest function. None when the
+    fork sent nothing usable (it raised, or broke the protocol): a benchmark does not need it."""
+    call = run_isolated(
+        partial(_profile_calls, code, source, n, seed, spans),
+        writable=None,
+        max_messages=1,
+        max_bytes=MAX_MESSAGE_BYTES,
+    )
+    message = call.messages[0].message if call.messages and call.problem is None else None
+    if not isinstance(message, dict) or "sampled" not in message:
+        return None
+    return message
+
+
+def _profile_calls(
+    code: types.CodeType, source: str, n: int, seed: int, spans: dict[str, Any], channel: Channel
+) -> None:
+    """In the fork: load the candidate, sample a few calls, trace one call of the hottest function."""
+    namespace = candidate_globals()
+    disarm_evaluators()
+    show_source("train.py", source)
+    overhead = calibrate()  # before any candidate code exists
+    try:
+        exec(code, namespace)
+        function = namespace["process_records"]
+        sampler = Sampler({"train.py"})
+        calls, spent = 0, 0.0
+        while calls < PROFILE_MIN_CALLS or (spent < PROFILE_SAMPLE_S and calls < PROFILE_MAX_CALLS):
+            records = make_records(n, seed + calls)
+            start = _clock()
+            sampler.start()
+            try:
+                function(records)
+            finally:
+                sampler.stop()
+            spent += _clock() - start
+            calls += 1
+        sampled = sampler.rows()
+        hot = _hottest(sampled, spans)
+        traced = None
+        if hot is not None:
+            tracer = LineProfiler({"train.py"}, lines=hot)
+            records = make_records(n, seed)
+            tracer.start()
+            try:
+                function(records)
+            finally:
+                tracer.stop()
+            traced = tracer.rows(overhead)[:MAX_PROFILE_ROWS]
+    except BaseException:  # the candidate's failure: no profile
+        return
+    channel.send(
+        {"sampled": sampled[:MAX_PROFILE_ROWS], "traced": traced, "other_s": sampler.other_s, "calls": calls}
+    )
+
+
+def _hottest(rows: list[list[Any]], spans: dict[str, Any]) -> tuple[int, int] | None:
+    """The line span of the function with the most sampled time."""
+    totals: dict[tuple[int, int], float] = {}
+    for _, line, seconds, _ in rows:
+        for first, last in spans.values():
+            if first <= line <= last:
+                totals[(first, last)] = totals.get((first, last), 0.0) + seconds
+                break
+    return max(totals, key=lambda span: totals[span]) if totals else None
 
 
 def _compiled(source: Any) -> types.CodeType | None:
@@ -185,11 +299,14 @@ def _judge_call(call: Isolated) -> dict[str, Any]:
     return {"time_ms": measured * 1000, "output": result["output"]}
 
 
-def _one_call(code: types.CodeType, n: int, seed: int, channel: Channel) -> None:
-    """In the fork: make the input, stamp the start, then load and call the candidate."""
+def _one_call(code: types.CodeType, n: int, seed: int, source: str | None, channel: Channel) -> None:
+    """In the fork: make the input, stamp the start, then load and call the candidate (whose lines a
+    traceback quotes, given its `source`)."""
     records = make_records(n, seed)
     namespace = candidate_globals()
     disarm_evaluators()
+    if source is not None:
+        show_source("train.py", source)
     clock = _clock
     gc.collect()
     gc.disable()  # as timeit does: a collection triggered by earlier garbage is not this call's cost
@@ -256,3 +373,16 @@ def _plain_copy(value: Any) -> Any:
         raise NotPlain(f"{path} is a {kind.__name__}; return only dict, list, str, int, float, bool and None")
 
     return copy(value, "output", 0)
+
+
+def run_profile(payload: dict[str, Any]) -> dict[str, Any]:
+    """Payload: source, n_records, seed, spans. The candidate's profile alone, timing nothing (a version
+    no benchmark has profiled yet: the run's first, or one whose benchmark failed)."""
+    source = payload["source"]
+    try:
+        code = compile(source, "train.py", "exec")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return {"error": "load", "detail": candidate_traceback()}
+    candidate_globals()
+    found = profile(code, source, int(payload["n_records"]), int(payload["seed"]), payload["spans"])
+    return {"profile": found}

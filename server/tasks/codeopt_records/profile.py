@@ -1,48 +1,64 @@
 """How an agent works on codeopt-records: the stateful agent's system prompt and tools, one step's words.
 
-One tool call per reply (servers that force a tool choice allow no more): the model edits, the agent
-benchmarks each accepted edit itself and shows the result. A model that cannot write code inside a JSON
-string (small local ones break off at the first quote) answers in text instead: SEARCH/REPLACE edits
-(or the whole file in a python block), which the agent sends as modify_train_py's edits (or source).
+The way people who are good at this work: the profile says which function is slow and which of its
+lines, the model rewrites that one function, the new version is checked on a small input and then
+timed. Each turn shows the time by function and the hottest function's source (client/focus.py), not
+the whole file. One tool call per reply (servers that force a tool choice allow no more): the model
+sends a function's new version (replace_function) or search/replace edits (modify_train_py), and the
+agent benchmarks each accepted change itself. A model that cannot write code inside a JSON string
+(small local ones break off at the first quote) answers in text instead: the function's new version in
+a python block, or SEARCH/REPLACE edits.
 """
 
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.models import AgentProfile, StatelessWords
 
+_TURN = (
+    "Each turn shows the run's summary, where train.py spends its time, and the function to speed up "
+    "(the hottest, or the one that just failed)."
+)
+_CHECKED = (
+    "Each change is checked on a small input at once (a wrong output shows its first difference), then timed."
+)
+
 PROFILE = AgentProfile(
     system_prompt=(
-        "You make the Python function in train.py faster autonomously; its output must stay identical. "
-        "Each turn shows the run's summary and the current train.py. Reply with one modify_train_py "
-        "call, with either edits (search/replace pairs, each search text copied exactly from the "
-        "current code, spaces included, and occurring once) or source (the whole new file, plain "
-        "Python), never both. Each accepted change is benchmarked at once: "
-        "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
-        "slower, call revert_train_py with the version to go back to. When no idea is left, reply "
-        "DONE: <reason>."
+        "You make the Python functions in train.py faster autonomously; the output must stay identical. "
+        f"{_TURN} Reply with one call: replace_function (the function's whole new def) or modify_train_py "
+        f"(search texts copied exactly from the code shown). {_CHECKED} If a version was wrong or "
+        "slower, revert_train_py. When no idea is left, reply DONE: <reason>."
     ),
-    tools=["modify_train_py", "revert_train_py"],
+    tools=["replace_function", "modify_train_py", "revert_train_py"],
     how=(
-        "Change train.py with modify_train_py (prefer small search/replace edits), then call "
-        "run_benchmark: it checks correctness on fresh inputs and times the function (speedup vs the "
+        "Call profile_train_py to see which function is slow, then replace that function with "
+        "replace_function (or change train.py with modify_train_py), then call run_benchmark: it checks "
+        "correctness on a small input, then on fresh inputs, and times the function (speedup vs the "
         "original). Revert with revert_train_py when a change was wrong or slower."
     ),
     benchmark_after_edit=True,
+    dropped_arguments={"modify_train_py": ["source"]},
+    tool_descriptions={
+        "replace_function": "Replace a function of train.py with a new def.",
+        "modify_train_py": "Change train.py with search/replace edits.",
+        "revert_train_py": "Restore an earlier version of train.py.",
+    },
     turn="Next?",
     text_system_prompt=(
-        "You make the Python function in train.py faster autonomously; its output must stay identical. "
-        "Each turn shows the run's summary and the current train.py. Reply with one line saying what "
-        f"you change and why, then one or more edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
-        "(or the whole new train.py in one ```python block). Each new version is benchmarked at once: "
-        "correctness on fresh inputs, then the speedup against the original. If a version was wrong or "
-        "slower, reply REVERT v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
+        "You make the Python functions in train.py faster autonomously; the output must stay identical. "
+        f"{_TURN} Reply with one line saying what you change and why, then the function's whole new "
+        "version in one ```python block (one def, the same name and parameters; import lines above it "
+        f"go to the top of the file), or edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n{_CHECKED} If a "
+        "version was wrong or slower, reply REVERT v<N> to go back to version N. When no idea is left, "
+        "reply DONE: <reason>."
     ),
-    # The paper's runner's words, line for line (DESIGN.md, "Stateless baseline").
+    # The paper's runner's words (DESIGN.md, "Stateless baseline"), with the function form beside the file.
     stateless=StatelessWords(
         intro="You are optimizing Python code for speed.",
-        rule="The function must keep its name, signature and exact output.",
+        rule="Every function must keep its name, signature and exact output.",
         not_run="Not timed yet: the first benchmark times it as the baseline.",
         headline="time={time_ms:.2f}ms, speedup={speedup:.2f}x",
         benchmark="Execution time: {time_ms:.3f} ms{runs}\nBaseline time: {baseline_ms:.3f} ms\nSpeedup: {speedup:.2f}x",
-        reply="Propose the next optimized version. Reply with CODE: and the complete function.",
+        reply="Propose the next optimized version. Reply with CODE: and the complete function to replace "
+        "(or the complete file).",
     ),
 )

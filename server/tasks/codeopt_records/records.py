@@ -164,9 +164,29 @@ def _short(value: Any) -> str:
 
 # The slow reference: the task's train.py version 1 and the baseline every speedup divides. Its
 # anti-patterns are deliberate (copies, list membership, manual accumulation, bubble sorts, += on str).
+# It is split into one function per stage, as a person would write it, so that a profile can say which
+# stage is slow and a model can rewrite that stage alone.
 REFERENCE_SOURCE = r'''def process_records(records):
     """Summarise employee records: per-department statistics, cities, skills, ages and a text report."""
-    # Work on a copy so that the input is never modified.
+    data = copy_records(records)
+    stats = department_stats(data)
+    people = count_people(data)
+    summary, report = summarise_departments(stats)
+    return {
+        "total": len(data),
+        "active": people["active"],
+        "high_performers": people["high_performers"],
+        "departments": summary,
+        "department_ranking": rank_departments(summary),
+        "cities": people["cities"],
+        "top_skills": people["top_skills"],
+        "age_bands": people["age_bands"],
+        "report": report,
+    }
+
+
+def copy_records(records):
+    """A copy of every record (its skills list too), so that the input is never modified."""
     data = []
     for record in records:
         copy = {}
@@ -174,7 +194,12 @@ REFERENCE_SOURCE = r'''def process_records(records):
             copy[key] = record[key]
         copy["skills"] = list(record["skills"])
         data.append(copy)
+    return data
 
+
+def department_stats(data):
+    """Per department: staff and active counts, salary total and maximum, rating total, the three best
+    paid (highest salary first, ties by lower id) and the staff of each team (key "department|city")."""
     departments = []
     counts = {}
     active_counts = {}
@@ -217,7 +242,21 @@ REFERENCE_SOURCE = r'''def process_records(records):
                     top[j + 1] = a
         if len(top) > 3:
             top_earners[dept] = top[:3]
+    return {
+        "departments": departments,
+        "counts": counts,
+        "active_counts": active_counts,
+        "salary_totals": salary_totals,
+        "salary_max": salary_max,
+        "rating_totals": rating_totals,
+        "top_earners": top_earners,
+        "team_sizes": team_sizes,
+    }
 
+
+def count_people(data):
+    """Staff per city (sorted by name), the ten most common skills, staff per age band ("20s", ...),
+    the active total, and the active staff rated 4.5 or more."""
     city_names = []
     city_counts = []
     skill_names = []
@@ -245,37 +284,6 @@ REFERENCE_SOURCE = r'''def process_records(records):
             if record["rating"] >= 4.5:
                 high_performers = high_performers + 1
 
-    summary = {}
-    report = ""
-    for dept in sorted(departments):
-        count = counts[dept]
-        main_city = None
-        best = 0
-        for key in sorted(team_sizes):
-            if key.split("|")[0] == dept and team_sizes[key] > best:
-                main_city = key.split("|")[1]
-                best = team_sizes[key]
-        summary[dept] = {
-            "count": count,
-            "active": active_counts[dept],
-            "avg_salary": salary_totals[dept] / count,
-            "max_salary": salary_max[dept],
-            "avg_rating": rating_totals[dept] / count,
-            "top_earners": top_earners[dept],
-            "main_city": main_city,
-        }
-        if report != "":
-            report = report + "\n"
-        report = report + dept + ": " + str(count) + " staff, " + str(active_counts[dept]) + " active"
-        report = report + ", average salary " + str(salary_totals[dept] // count)
-
-    # Rank departments by average salary (bubble sort), ties by name.
-    ranking = list(sorted(departments))
-    for i in range(len(ranking)):
-        for j in range(len(ranking) - 1 - i):
-            if summary[ranking[j]]["avg_salary"] < summary[ranking[j + 1]]["avg_salary"]:
-                ranking[j], ranking[j + 1] = ranking[j + 1], ranking[j]
-
     skills = []
     for i in range(len(skill_names)):
         skills.append([skill_names[i], skill_counts[i]])
@@ -287,14 +295,48 @@ REFERENCE_SOURCE = r'''def process_records(records):
     for band in sorted(age_bands):
         bands[band] = age_bands[band]
     return {
-        "total": len(data),
-        "active": active_total,
-        "high_performers": high_performers,
-        "departments": summary,
-        "department_ranking": ranking,
         "cities": cities,
         "top_skills": skills[:10],
         "age_bands": bands,
-        "report": report,
+        "active": active_total,
+        "high_performers": high_performers,
     }
+
+
+def summarise_departments(stats):
+    """Each department's summary, in name order, and the text report (one line per department)."""
+    summary = {}
+    report = ""
+    for dept in sorted(stats["departments"]):
+        count = stats["counts"][dept]
+        main_city = None
+        best = 0
+        for key in sorted(stats["team_sizes"]):
+            if key.split("|")[0] == dept and stats["team_sizes"][key] > best:
+                main_city = key.split("|")[1]
+                best = stats["team_sizes"][key]
+        summary[dept] = {
+            "count": count,
+            "active": stats["active_counts"][dept],
+            "avg_salary": stats["salary_totals"][dept] / count,
+            "max_salary": stats["salary_max"][dept],
+            "avg_rating": stats["rating_totals"][dept] / count,
+            "top_earners": stats["top_earners"][dept],
+            "main_city": main_city,
+        }
+        if report != "":
+            report = report + "\n"
+        report = report + dept + ": " + str(count) + " staff, " + str(stats["active_counts"][dept]) + " active"
+        report = report + ", average salary " + str(stats["salary_totals"][dept] // count)
+    return summary, report
+
+
+def rank_departments(summary):
+    """The department names by average salary, highest first, ties by name (a bubble sort)."""
+    ranking = list(sorted(summary))
+    for i in range(len(ranking)):
+        for j in range(len(ranking) - 1 - i):
+            if summary[ranking[j]]["avg_salary"] < summary[ranking[j + 1]]["avg_salary"]:
+                ranking[j], ranking[j + 1] = ranking[j + 1], ranking[j]
+    return ranking
 '''

@@ -1,24 +1,38 @@
-"""A catalogue of real rewrites of codeopt-records' `process_records`, for the scripted backend.
+"""A catalogue of real rewrites of codeopt-records' train.py, for the scripted backend.
 
 Applied cumulatively from the original train.py (`source_after(0)`), each step removes one of the
-reference's anti-patterns and gives a correct, faster version; the last is the fastest pure-Python
-version we know (about 6-7x on 10,000 records; see benchmarks/codeopt_limits.md). `WRONG_REWRITE`, a
-plausible-looking edit of `source_after(2)` (up to step 5) that changes the output, is for tests of the
-`incorrect` path.
+reference's anti-patterns from one of its functions and gives a correct, faster version; the last is
+about as fast as pure Python gets here (see benchmarks/codeopt_limits.md). A step is search/replace
+edits or a whole new definition of one function (`function`, which the double sends with
+replace_function), and it changes the function the profile shows as the hottest at that point (the
+order was read off profiles of each step). `WRONG_REWRITE`, a plausible-looking edit of
+`source_after(2)` (up to step 5) that changes the output, is for tests of the `incorrect` path.
 """
 
 from functools import cache
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from autoresearch_mcp.contract.edits import apply_edits
+from autoresearch_mcp.contract.functions import functions_in, replace_function
 from autoresearch_mcp.contract.models import ScriptedPlan, ScriptedStep
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 
 
 class Rewrite(BaseModel):
     description: str
-    edits: list[tuple[str, str]]  # (search, replace); each search occurs exactly once where it applies
+    edits: list[tuple[str, str]] = Field(default_factory=list)  # each search occurs once where it applies
+    function: str | None = None  # or one whole new def (import lines before it go to the top)
+
+
+def function_name(definition: str) -> str:
+    return definition.split("\ndef ", 1)[-1].removeprefix("def ").split("(", 1)[0]
+
+
+def apply_rewrite(source: str, rewrite: Rewrite) -> str:
+    if rewrite.function is not None:
+        return replace_function(source, function_name(rewrite.function), rewrite.function)
+    return apply_edits(source, rewrite.edits)
 
 
 @cache
@@ -28,18 +42,15 @@ def source_after(step: int) -> str:
         raise ValueError(f"step must be 0..{len(REWRITES)}, got {step}")
     if step == 0:
         return REFERENCE_SOURCE
-    return apply_edits(source_after(step - 1), REWRITES[step - 1].edits)
+    return apply_rewrite(source_after(step - 1), REWRITES[step - 1])
 
 
-_COPY = """    # Work on a copy so that the input is never modified.
-    data = []
-    for record in records:
-        copy = {}
-        for key in record:
-            copy[key] = record[key]
-        copy["skills"] = list(record["skills"])
-        data.append(copy)
-"""
+def changed_functions(before: str, after: str) -> list[str]:
+    """The top-level functions whose text differs between two versions (new ones included)."""
+    old = {f.name: f.source for f in functions_in(before)}
+    return [f.name for f in functions_in(after) if old.get(f.name) != f.source]
+
+
 _BUBBLE_TOP = """        # Keep the three best paid: add this one, bubble sort the short list, drop the last.
         top = top_earners[dept]
         top.append({"id": record["id"], "name": record["name"], "salary": record["salary"]})
@@ -63,7 +74,15 @@ _LIST_COUNTS = """        if record["city"] not in city_names:
                 skill_counts.append(0)
             skill_counts[skill_names.index(skill)] += 1
 """
-_ACCUMULATE = """        counts[dept] = counts[dept] + 1
+_ACCUMULATE = """        if dept not in departments:
+            departments.append(dept)
+            counts[dept] = 0
+            active_counts[dept] = 0
+            salary_totals[dept] = 0
+            salary_max[dept] = record["salary"]
+            rating_totals[dept] = 0.0
+            top_earners[dept] = []
+        counts[dept] = counts[dept] + 1
         if record["active"] == True:
             active_counts[dept] = active_counts[dept] + 1
         salary_totals[dept] = salary_totals[dept] + record["salary"]
@@ -75,6 +94,7 @@ _ACCUMULATE = """        counts[dept] = counts[dept] + 1
             team_sizes[key] = team_sizes[key] + 1
         else:
             team_sizes[key] = 1
+        top_earners[dept].append((-record["salary"], record["id"], record["name"]))
 """
 _SECOND_PASS_TAIL = """        band = str(record["age"] // 10 * 10) + "s"
         if band in age_bands:
@@ -86,128 +106,109 @@ _SECOND_PASS_TAIL = """        band = str(record["age"] // 10 * 10) + "s"
             if record["rating"] >= 4.5:
                 high_performers = high_performers + 1
 """
-_MAIN_CITY = """        main_city = None
-        best = 0
-        for key in sorted(team_sizes):
-            if key.split("|")[0] == dept and team_sizes[key] > best:
-                main_city = key.split("|")[1]
-                best = team_sizes[key]
+_STATS_DOC = '''    """Per department: staff and active counts, salary total and maximum, rating total, the three best
+    paid (highest salary first, ties by lower id) and the staff of each team (key "department|city")."""
+'''
+_STATS_RETURN = """    return {
+        "departments": departments,
+        "counts": counts,
+        "active_counts": active_counts,
+        "salary_totals": salary_totals,
+        "salary_max": salary_max,
+        "rating_totals": rating_totals,
+        "top_earners": top_earners,
+        "team_sizes": team_sizes,
+    }
 """
-
-# Steps 6 and 7 replace the whole function; their text is the function they produce.
-_GROUPED = '''def process_records(records):
-    """Summarise employee records: per-department statistics, cities, skills, ages and a text report."""
-    groups = defaultdict(list)
-    for record in records:
+_PEOPLE_DOC = '''    """Staff per city (sorted by name), the ten most common skills, staff per age band ("20s", ...),
+    the active total, and the active staff rated 4.5 or more."""
+'''
+_NO_COPY = '''def copy_records(records):
+    """The records as they are: nothing here modifies them, so no copy is needed."""
+    return records
+'''
+# Group the records by department, then aggregate each group with built-ins.
+_GROUPED = (
+    "import heapq\nfrom collections import Counter, defaultdict\n\n\ndef department_stats(data):\n"
+    + _STATS_DOC
+    + """    groups = defaultdict(list)
+    for record in data:
         groups[record["department"]].append(record)
-    summary = {}
-    report = []
-    cities = Counter()
-    for dept in sorted(groups):
-        group = groups[dept]
-        count = len(group)
+    departments = list(groups)
+    counts, active_counts, salary_totals, salary_max = {}, {}, {}, {}
+    rating_totals, top_earners, team_sizes = {}, {}, {}
+    for dept, group in groups.items():
         salaries = [r["salary"] for r in group]
-        total = sum(salaries)
-        active = sum(1 for r in group if r["active"])
+        counts[dept] = len(group)
+        active_counts[dept] = sum(1 for r in group if r["active"])
+        salary_totals[dept] = sum(salaries)
+        salary_max[dept] = max(salaries)
+        rating_totals[dept] = sum(r["rating"] for r in group)
         top = heapq.nsmallest(3, ((-r["salary"], r["id"], r["name"]) for r in group))
-        teams = Counter(r["city"] for r in group)
-        cities.update(teams)
-        summary[dept] = {
-            "count": count,
-            "active": active,
-            "avg_salary": total / count,
-            "max_salary": max(salaries),
-            "avg_rating": sum(r["rating"] for r in group) / count,
-            "top_earners": [{"id": i, "name": name, "salary": -s} for s, i, name in top],
-            "main_city": min(teams.items(), key=lambda item: (-item[1], item[0]))[0],
-        }
-        report.append(f"{dept}: {count} staff, {active} active, average salary {total // count}")
-    skills = Counter(skill for r in records for skill in r["skills"])
-    decades = Counter(r["age"] // 10 for r in records)
+        top_earners[dept] = [{"id": i, "name": name, "salary": -s} for s, i, name in top]
+        for city, size in Counter(r["city"] for r in group).items():
+            team_sizes[dept + "|" + city] = size
+"""
+    + _STATS_RETURN
+)
+# Count in C: Counters over the records' fields, and over the few distinct skill lists and ages.
+_PEOPLE_IN_C = (
+    "from collections import Counter\nfrom itertools import compress\nfrom operator import itemgetter\n\n\n"
+    "def count_people(data):\n"
+    + _PEOPLE_DOC
+    + """    cities = Counter(map(itemgetter("city"), data))
+    skills = Counter()
+    for skill_set, n in Counter(map(tuple, map(itemgetter("skills"), data))).items():
+        for skill in skill_set:
+            skills[skill] += n
+    decades = Counter()
+    for age, n in Counter(map(itemgetter("age"), data)).items():
+        decades[age // 10] += n
+    ratings = list(compress(map(itemgetter("rating"), data), map(itemgetter("active"), data)))
     return {
-        "total": len(records),
-        "active": sum(s["active"] for s in summary.values()),
-        "high_performers": sum(1 for r in records if r["active"] and r["rating"] >= 4.5),
-        "departments": summary,
-        "department_ranking": sorted(summary, key=lambda d: (-summary[d]["avg_salary"], d)),
         "cities": {city: cities[city] for city in sorted(cities)},
         "top_skills": [[s, n] for s, n in sorted(skills.items(), key=lambda kv: (-kv[1], kv[0]))[:10]],
         "age_bands": {f"{d * 10}s": decades[d] for d in sorted(decades)},
-        "report": "\\n".join(report),
+        "active": len(ratings),
+        "high_performers": sum(1 for rating in ratings if rating >= 4.5),
     }
-'''
-_IN_C = '''def process_records(records):
-    """Summarise employee records: per-department statistics, cities, skills, ages and a text report."""
-    get_salary, get_active, get_rating = itemgetter("salary"), itemgetter("active"), itemgetter("rating")
+"""
+)
+# The per-record work of the departments in C too: itemgetter maps, and compress for the top three.
+_STATS_IN_C = (
+    "import heapq\nfrom collections import Counter, defaultdict\nfrom functools import partial\n"
+    "from itertools import compress\nfrom operator import itemgetter, le\n\n\ndef department_stats(data):\n"
+    + _STATS_DOC
+    + """    get_salary, get_active, get_rating = itemgetter("salary"), itemgetter("active"), itemgetter("rating")
     get_city = itemgetter("city")
     groups = defaultdict(list)
-    for record in records:
+    for record in data:
         groups[record["department"]].append(record)
-    summary = {}
-    report = []
-    cities = Counter()
-    active_total = high_performers = 0
-    for dept in sorted(groups):
-        group = groups[dept]
-        count = len(group)
+    departments = list(groups)
+    counts, active_counts, salary_totals, salary_max = {}, {}, {}, {}
+    rating_totals, top_earners, team_sizes = {}, {}, {}
+    for dept, group in groups.items():
         salaries = list(map(get_salary, group))
-        actives = list(map(get_active, group))
-        ratings = list(map(get_rating, group))
-        total = sum(salaries)
-        active = sum(actives)
-        active_total += active
-        high_performers += sum(map(mul, actives, map(partial(le, 4.5), ratings)))
+        counts[dept] = len(group)
+        active_counts[dept] = sum(map(get_active, group))
+        salary_totals[dept] = sum(salaries)
+        salary_max[dept] = max(salaries)
+        rating_totals[dept] = sum(map(get_rating, group))
         # Only records paid at least the third-highest salary can be in the top three (ties included).
         threshold = heapq.nlargest(3, salaries)[-1]
         contenders = compress(group, map(partial(le, threshold), salaries))
         top = sorted(contenders, key=lambda r: (-r["salary"], r["id"]))[:3]
-        teams = Counter(map(get_city, group))
-        cities.update(teams)
-        summary[dept] = {
-            "count": count,
-            "active": active,
-            "avg_salary": total / count,
-            "max_salary": max(salaries),
-            "avg_rating": sum(ratings) / count,
-            "top_earners": [{"id": r["id"], "name": r["name"], "salary": r["salary"]} for r in top],
-            "main_city": min(teams.items(), key=lambda item: (-item[1], item[0]))[0],
-        }
-        report.append(f"{dept}: {count} staff, {active} active, average salary {total // count}")
-    # Records share few distinct skill lists and ages: count those, then expand.
-    skills = Counter()
-    for skill_set, n in Counter(map(tuple, map(itemgetter("skills"), records))).items():
-        for skill in skill_set:
-            skills[skill] += n
-    decades = Counter()
-    for age, n in Counter(map(itemgetter("age"), records)).items():
-        decades[age // 10] += n
-    return {
-        "total": len(records),
-        "active": active_total,
-        "high_performers": high_performers,
-        "departments": summary,
-        "department_ranking": sorted(summary, key=lambda d: (-summary[d]["avg_salary"], d)),
-        "cities": {city: cities[city] for city in sorted(cities)},
-        "top_skills": [[s, n] for s, n in sorted(skills.items(), key=lambda kv: (-kv[1], kv[0]))[:10]],
-        "age_bands": {f"{d * 10}s": decades[d] for d in sorted(decades)},
-        "report": "\\n".join(report),
-    }
-'''
-
-
-def _function_of(step: int) -> str:
-    source = source_after(step)
-    return source[source.index("def process_records(records):") :]
-
+        top_earners[dept] = [{"id": r["id"], "name": r["name"], "salary": r["salary"]} for r in top]
+        for city, size in Counter(map(get_city, group)).items():
+            team_sizes[dept + "|" + city] = size
+"""
+    + _STATS_RETURN
+)
 
 REWRITES: list[Rewrite] = [
     Rewrite(
-        description="Read the records in place instead of copying every record first (nothing modifies them)",
-        edits=[(_COPY, "    data = records\n")],
-    ),
-    Rewrite(
-        description="Collect (-salary, id, name) per department and take heapq.nsmallest(3) once at the end, "
-        "instead of bubble sorting the top list for every record",
+        description="department_stats: collect (-salary, id, name) per department and take "
+        "heapq.nsmallest(3) once at the end, instead of bubble sorting the top list for every record",
         edits=[
             ("def process_records(records):", "import heapq\n\n\ndef process_records(records):"),
             (
@@ -215,15 +216,18 @@ REWRITES: list[Rewrite] = [
                 '        top_earners[dept].append((-record["salary"], record["id"], record["name"]))\n',
             ),
             (
-                '            "top_earners": top_earners[dept],\n',
-                '            "top_earners": [\n'
-                '                {"id": i, "name": name, "salary": -s} for s, i, name in heapq.nsmallest(3, top_earners[dept])\n'
-                "            ],\n",
+                '    return {\n        "departments": departments,\n',
+                "    for dept in top_earners:\n"
+                "        top_earners[dept] = [\n"
+                '            {"id": i, "name": name, "salary": -s} for s, i, name in heapq.nsmallest(3, top_earners[dept])\n'
+                "        ]\n"
+                '    return {\n        "departments": departments,\n',
             ),
         ],
     ),
     Rewrite(
-        description="Count cities and skills in dicts instead of `x in list` scans and list.index lookups",
+        description="count_people: count cities and skills in dicts instead of `x in list` scans and "
+        "list.index lookups",
         edits=[
             (
                 "    city_names = []\n    city_counts = []\n    skill_names = []\n    skill_counts = []\n",
@@ -246,12 +250,23 @@ REWRITES: list[Rewrite] = [
         ],
     ),
     Rewrite(
-        description="Accumulate with += on locals, tuple keys for (department, city) and integer age decades "
-        "instead of building and splitting strings for every record",
+        description="copy_records: return the records themselves; nothing modifies them, so copying "
+        "every record and its skills list is wasted work",
+        function=_NO_COPY,
+    ),
+    Rewrite(
+        description="department_stats: accumulate with += on locals and dict lookups instead of a list "
+        "scan for the department and repeated reads of every total",
         edits=[
             (
                 _ACCUMULATE,
                 '        salary = record["salary"]\n'
+                "        if dept not in counts:\n"
+                "            departments.append(dept)\n"
+                "            counts[dept] = active_counts[dept] = salary_totals[dept] = 0\n"
+                "            salary_max[dept] = salary\n"
+                "            rating_totals[dept] = 0.0\n"
+                "            top_earners[dept] = []\n"
                 "        counts[dept] += 1\n"
                 '        if record["active"]:\n'
                 "            active_counts[dept] += 1\n"
@@ -259,9 +274,16 @@ REWRITES: list[Rewrite] = [
                 "        if salary > salary_max[dept]:\n"
                 "            salary_max[dept] = salary\n"
                 '        rating_totals[dept] += record["rating"]\n'
-                '        key = (dept, record["city"])\n'
-                "        team_sizes[key] = team_sizes.get(key, 0) + 1\n",
+                '        key = dept + "|" + record["city"]\n'
+                "        team_sizes[key] = team_sizes.get(key, 0) + 1\n"
+                '        top_earners[dept].append((-salary, record["id"], record["name"]))\n',
             ),
+        ],
+    ),
+    Rewrite(
+        description="count_people: integer age decades and += instead of building a band string and "
+        "looking it up twice for every record",
+        edits=[
             (
                 _SECOND_PASS_TAIL,
                 '        decade = record["age"] // 10\n'
@@ -272,94 +294,52 @@ REWRITES: list[Rewrite] = [
                 "                high_performers += 1\n",
             ),
             (
-                _MAIN_CITY,
-                "        teams = [(-size, city) for (team_dept, city), size in team_sizes.items() if team_dept == dept]\n"
-                "        main_city = min(teams)[1]\n",
-            ),
-            (
                 "    for band in sorted(age_bands):\n        bands[band] = age_bands[band]\n",
                 '    for decade in sorted(age_bands):\n        bands[f"{decade * 10}s"] = age_bands[decade]\n',
             ),
         ],
     ),
     Rewrite(
-        description="Make one pass over the records instead of two, and derive the city totals and the "
-        "active total from the per-department counts instead of counting them again",
-        edits=[
-            (
-                "    departments = []\n",
-                "    skill_counts = {}\n    age_bands = {}\n    high_performers = 0\n    departments = []\n",
-            ),
-            ("        if dept not in departments:\n", "        if dept not in counts:\n"),
-            (
-                '        top_earners[dept].append((-record["salary"], record["id"], record["name"]))\n\n'
-                "    city_counts = {}\n    skill_counts = {}\n    age_bands = {}\n    active_total = 0\n"
-                "    high_performers = 0\n    for record in data:\n"
-                '        city_counts[record["city"]] = city_counts.get(record["city"], 0) + 1\n',
-                '        top_earners[dept].append((-salary, record["id"], record["name"]))\n',
-            ),
-            (
-                '        if record["active"]:\n            active_total += 1\n'
-                '            if record["rating"] >= 4.5:\n                high_performers += 1\n',
-                '        if record["active"] and record["rating"] >= 4.5:\n            high_performers += 1\n',
-            ),
-            (
-                "    cities = {}\n",
-                "    city_counts = {}\n    for (_, city), size in team_sizes.items():\n"
-                "        city_counts[city] = city_counts.get(city, 0) + size\n    cities = {}\n",
-            ),
-            ('        "active": active_total,\n', '        "active": sum(active_counts.values()),\n'),
-        ],
+        description="department_stats: group the records by department first, then aggregate each group "
+        "with built-ins (sum, max, Counter, heapq) instead of updating eight dicts per record",
+        function=_GROUPED,
     ),
-]
-REWRITES += [
     Rewrite(
-        description="Group the records by department first, then aggregate each group with built-ins "
-        "(sum, max, Counter, heapq) instead of updating eight dicts per record",
-        edits=[
-            ("import heapq\n", "import heapq\nfrom collections import Counter, defaultdict\n"),
-            (_function_of(len(REWRITES)), _GROUPED),
-        ],
+        description="count_people: count with Counters in C, over the few distinct skill lists and ages "
+        "instead of every record",
+        function=_PEOPLE_IN_C,
     ),
-]
-REWRITES += [
     Rewrite(
-        description="Move the per-record work into C: itemgetter maps, compress for the top-three contenders, "
-        "and Counters over distinct skill lists and ages",
-        edits=[
-            (
-                "import heapq\nfrom collections import Counter, defaultdict\n",
-                "import heapq\nfrom collections import Counter, defaultdict\nfrom functools import partial\n"
-                "from itertools import compress\nfrom operator import itemgetter, le, mul\n",
-            ),
-            (_function_of(len(REWRITES)), _IN_C),
-        ],
+        description="department_stats: move the per-record work into C: itemgetter maps, and compress "
+        "for the top-three contenders",
+        function=_STATS_IN_C,
     ),
 ]
 
 # Looks like a harmless simplification, but the top earners come out in ascending salary order.
 WRONG_REWRITE = Rewrite(
     description="Take the top earners with sorted() instead of heapq",
-    edits=[
-        (
-            "heapq.nsmallest(3, top_earners[dept])",
-            "sorted(top_earners[dept], reverse=True)[:3]",
-        )
-    ],
+    edits=[("heapq.nsmallest(3, top_earners[dept])", "sorted(top_earners[dept], reverse=True)[:3]")],
 )
 
 
 # After the catalogue, a real model keeps trying small changes that rarely help. The scripted backend
 # imitates that with semantically equivalent one-line alternatives of the final version: each variant
-# flips one of these lines (a Gray code over them), so every variant is a new, correct source that
-# differs from the previous one by exactly one search/replace edit.
+# flips one of these lines of department_stats (a Gray code over them), so every variant is a new,
+# correct source that differs from the previous one by exactly one search/replace edit.
 VARIANT_TOGGLES: list[tuple[str, str]] = [
     ("salaries = list(map(get_salary, group))", 'salaries = [r["salary"] for r in group]'),
-    ("actives = list(map(get_active, group))", 'actives = [r["active"] for r in group]'),
-    ("ratings = list(map(get_rating, group))", 'ratings = [r["rating"] for r in group]'),
-    ("teams = Counter(map(get_city, group))", 'teams = Counter(r["city"] for r in group)'),
+    (
+        "active_counts[dept] = sum(map(get_active, group))",
+        'active_counts[dept] = sum(1 for r in group if r["active"])',
+    ),
+    (
+        "rating_totals[dept] = sum(map(get_rating, group))",
+        'rating_totals[dept] = sum(r["rating"] for r in group)',
+    ),
+    ("Counter(map(get_city, group)).items()", 'Counter(r["city"] for r in group).items()'),
     ("threshold = heapq.nlargest(3, salaries)[-1]", "threshold = sorted(salaries, reverse=True)[:3][-1]"),
-    ('"max_salary": max(salaries),', '"max_salary": sorted(salaries)[-1],'),
+    ("salary_max[dept] = max(salaries)", "salary_max[dept] = sorted(salaries)[-1]"),
 ]
 VARIANTS = 2 ** len(VARIANT_TOGGLES) - 1
 
@@ -391,7 +371,7 @@ def source_after_variant(k: int) -> str:
 
 def plan() -> ScriptedPlan:
     """The catalogue as one chain of steps from the original: the rewrites, then the variants."""
-    steps = [ScriptedStep(description=r.description, edits=r.edits) for r in REWRITES]
+    steps = [ScriptedStep(description=r.description, edits=r.edits, function=r.function) for r in REWRITES]
     for k in range(1, VARIANTS + 1):
         description, search, replace = variant_edit(k)
         steps.append(ScriptedStep(description=description, edits=[(search, replace)]))

@@ -17,6 +17,7 @@ current best beside the candidate too, and the candidate is kept only when the i
 lies above 1 (intervals.py says why side by side, and which interval).
 """
 
+import hashlib
 import random
 import secrets
 import statistics
@@ -24,7 +25,9 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from autoresearch_mcp.contract.functions import functions_in
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
+from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.store import Incumbent
@@ -44,9 +47,14 @@ from autoresearch_mcp.server.tasks.intervals import (
     paired_ratio_interval,
     ratio_interval,
 )
+from autoresearch_mcp.server.tasks.profiles import build_profile, failing_line
 from autoresearch_mcp.server.tasks.registry import register
 
 ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_benchmark"
+PROFILE_ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_profile"
+# Every candidate runs once on this many records before anything is timed: a wrong version fails in
+# milliseconds, with the first difference on an input small enough to reason about.
+CHECK_RECORDS = 200
 POLICY = GuardPolicy(
     allowed_imports=ALLOWED_IMPORTS,
     extra_forbidden_names=EXTRA_FORBIDDEN_NAMES,
@@ -73,6 +81,7 @@ class Calls(BaseModel):
     cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
     reference_cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
     rival_cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
+    profile: dict[str, Any] | None = None  # checked by profiles.build_profile
 
 
 class Failure(BaseModel):
@@ -81,7 +90,18 @@ class Failure(BaseModel):
     detail: str = Field(max_length=4000)
 
 
-REPORT = TypeAdapter(Calls | Failure)
+class Wrong(BaseModel):
+    """The small check's output, which the harness found wrong; judged again here."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    error: Literal["wrong"]
+    detail: str = Field(max_length=4000)
+    n: int = Field(ge=0, le=DEFAULT_RECORDS)
+    seed: int
+    output: Any
+
+
+REPORT = TypeAdapter(Calls | Failure | Wrong)
 FAILURES = {
     "load": "train.py failed to load",
     "raised": "process_records raised an exception",
@@ -97,12 +117,13 @@ class CodeOptTask(Task):
     direction = "max"
     params_model = NoParams
     experiment_tool = "run_benchmark"
-    sandbox_entries = (ENTRY,)
+    sandbox_entries = (ENTRY, PROFILE_ENTRY)
     # The level of the keep rule's interval: an identical-code benchmark is kept with chance
     # (1 - level) / 2. The speedup's own interval (against the reference) is at SPEEDUP_LEVEL.
     confidence: ClassVar[float] = LEVEL
-    # The harness entry point; a test-only subclass runs the same harness with the Python layers off.
+    # The harness entry points; a test-only subclass runs the same harness with the Python layers off.
     entry: ClassVar[str] = ENTRY
+    profile_entry: ClassVar[str] = PROFILE_ENTRY
 
     def agent_profile(self) -> AgentProfile:
         return PROFILE
@@ -150,8 +171,10 @@ class CodeOptTask(Task):
         limits = Limits.model_validate(options["limits"]) if "limits" in options else DEFAULT_LIMITS
         # Fresh, unguessable inputs every benchmark: no cache or special case for a known input can pass.
         rng = random.Random(f"{ctx.run_id}:{ctx.seed}:{ctx.iteration}:{secrets.token_hex(16)}")
-        seeds = _distinct_seeds(rng, calls)
-        payload: dict[str, Any] = {"source": source, "n_records": n, "seeds": seeds}
+        seeds = _distinct_seeds(rng, calls + 1)
+        check = {"n": min(CHECK_RECORDS, n), "seed": seeds.pop()}
+        payload: dict[str, Any] = {"source": source, "n_records": n, "seeds": seeds, "check": check}
+        payload["profile"] = _spans(source)
         if ctx.best_source is not None and ctx.best_source != REFERENCE_SOURCE:
             payload["rival"] = ctx.best_source  # a best that is the reference is timed as the reference
         measured = _measure(self.entry, payload, limits)
@@ -160,7 +183,19 @@ class CodeOptTask(Task):
         outcome = _judge(measured, seeds, n)
         if outcome.status == "ok":
             outcome.metrics.update(_versus_best(measured, ctx, self.confidence))
+            outcome.profile = _profile_of(source, measured.profile, n)
         return outcome
+
+    def profile(self, params: BaseModel, source: str, ctx: ExecContext) -> Profile | None:
+        options = ctx.options
+        n = int(options.get("n_records", self.n_records))
+        limits = Limits.model_validate(options["limits"]) if "limits" in options else DEFAULT_LIMITS
+        seed = random.Random(f"{ctx.run_id}:{ctx.seed}:profile:{secrets.token_hex(16)}").getrandbits(48)
+        payload = {"source": source, "n_records": n, "seed": seed, "spans": _spans(source)}
+        result = run_sandboxed(self.profile_entry, payload, limits)
+        if result.status != "ok" or not isinstance(result.result, dict):
+            return None
+        return _profile_of(source, result.result.get("profile"), n)
 
     def keeps(self, outcome: Outcome, best: Incumbent | None) -> bool:
         """A new best only when it is faster than the current best beyond the noise: the interval of the
@@ -179,6 +214,22 @@ class CodeOptTask(Task):
         return super().keeps(outcome, best)
 
 
+def _spans(source: str) -> dict[str, list[int]]:
+    """Each top-level function's first and last line: how the harness finds the hottest one."""
+    return {f.name: [f.first_line, f.last_line] for f in functions_in(source)}
+
+
+def _profile_of(source: str, measured: dict[str, Any] | None, n: int) -> Profile | None:
+    if not measured:
+        return None
+    sha = hashlib.sha256(source.encode()).hexdigest()
+    how = f"calls on {n} records, sampled; its hottest function traced line by line"
+    try:
+        return build_profile(source, None, sha, measured, how)
+    except ValueError:  # a malformed profile (ValidationError): the benchmark stands without it
+        return None
+
+
 def _measure(entry: str, payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
     """Run the harness on `payload`; its report, checked, or the failure as an outcome."""
     result = run_sandboxed(entry, payload, limits)
@@ -188,10 +239,14 @@ def _measure(entry: str, payload: dict[str, Any], limits: Limits) -> Calls | Out
         report = REPORT.validate_python(result.result)
     except ValidationError as exc:
         return Outcome(status="crash", error_tail=f"the benchmark harness returned a malformed report: {exc}")
+    if isinstance(report, Wrong):
+        return _wrong_on_check(report)
     if isinstance(report, Failure):
         if report.error == "type":
             return Outcome(status="incorrect", metrics={"correct": 0.0}, error_tail=report.detail)
-        return Outcome(status="crash", error_tail=f"{FAILURES[report.error]}:\n{report.detail}")
+        at = failing_line(report.detail, ("train.py",)) if report.error in ("load", "raised") else None
+        headline = FAILURES[report.error] + (f" at {at}" if at else "")
+        return Outcome(status="crash", error_tail=f"{headline}:\n{report.detail}")
     paired = (report.outputs, report.reference_times_ms, report.cpu_ms, report.reference_cpu_ms)
     if any(values is not None and len(values) != len(report.times_ms) for values in paired):
         return Outcome(
@@ -202,6 +257,17 @@ def _measure(entry: str, payload: dict[str, Any], limits: Limits) -> Calls | Out
     if problem is not None:
         return Outcome(status="crash", error_tail=problem)
     return report
+
+
+def _wrong_on_check(report: Wrong) -> Outcome:
+    """The small check's output, judged here against the trusted twin: the first difference."""
+    difference = first_difference(process_records_fast(make_records(report.n, report.seed)), report.output)
+    if difference is None:  # the harness stops early only on a difference; this is not one
+        return Outcome(status="crash", error_tail="the benchmark harness stopped on a correct output")
+    where = f"the first check, on make_records({report.n}, seed={report.seed})"
+    return Outcome(
+        status="incorrect", metrics={"correct": 0.0}, error_tail=f"wrong output ({where}): {difference}"
+    )
 
 
 def timing_problem(times_ms: list[float], wall_s: float) -> str | None:

@@ -11,6 +11,7 @@ the agent's edits to it are held by the OS layers alone (docs/sandbox.md). What 
 status and the ends of stdout and stderr; the server parses the metric lines.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from autoresearch_mcp.sandbox import candidate, seccomp
+from autoresearch_mcp.sandbox import candidate, profiler, seccomp
 from autoresearch_mcp.sandbox.child import confine_fork, confine_reads
 
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
@@ -87,46 +88,121 @@ def _environment(payload: dict[str, Any], work: Path) -> dict[str, str]:
 # CPython runs it, the server's package or not): install the filter, then run the script (or `-m
 # module`, or `-c code`) as `python ARGS...` would, its folder first on sys.path (not its real one: a
 # copied or linked script must import the run's versions of its neighbours).
-BOOT_TAIL = """
+BOOT_RUN = """
 import os as _os, runpy as _runpy, sys as _sys
-deny_new_processes()
-_args = _sys.argv[1:]
-if _args[0] == "-m":
-    _sys.argv = _args[1:]
-    _runpy.run_module(_args[1], run_name="__main__", alter_sys=True)
-elif _args[0] == "-c":
-    _sys.argv = ["-c", *_args[2:]]
-    exec(compile(_args[1], "<string>", "exec"), {"__name__": "__main__"})
-else:
-    _sys.argv = _args
-    _sys.path[0] = _os.path.dirname(_os.path.abspath(_args[0]))
-    _runpy.run_path(_args[0], run_name="__main__")
+def _run():
+    _args = _sys.argv[1:]
+    if _args[0] == "-m":
+        _sys.argv = _args[1:]
+        _runpy.run_module(_args[1], run_name="__main__", alter_sys=True)
+    elif _args[0] == "-c":
+        _sys.argv = ["-c", *_args[2:]]
+        exec(compile(_args[1], "<string>", "exec"), {"__name__": "__main__"})
+    else:
+        _sys.argv = _args
+        _sys.path[0] = _os.path.dirname(_os.path.abspath(_args[0]))
+        _runpy.run_path(_args[0], run_name="__main__")
 """
+# The profiled run, after profiler.py's own source: sample the whole run by function, trace the edit
+# files line by line (until the tracer's event cap), and write what was measured to the file that
+# AUTORESEARCH_PROFILE names, whatever way the script ends short of os._exit.
+BOOT_PROFILED = """
+import json as _json
+_spec = _json.loads(_os.environ.pop("AUTORESEARCH_PROFILE"))
+_names = {}
+for _name in _spec["files"]:
+    _names[_name] = _name
+    _names[_os.path.join(_os.getcwd(), _name)] = _name
+_overhead = calibrate()
+_sampler, _tracer = Sampler(set(_names)), LineProfiler(set(_names))
+def _rows(rows):
+    return [[_names[f], line, seconds, hits] for f, line, seconds, hits in rows]
+_sampler.start()
+_tracer.start()
+try:
+    _run()
+finally:
+    _tracer.stop()
+    _sampler.stop()
+    with open(_spec["out"], "w") as _out:
+        _json.dump({"sampled": _rows(_sampler.rows()), "traced": _rows(_tracer.rows(_overhead)),
+                    "other_s": _sampler.other_s, "calls": 1}, _out)
+"""
+PROFILE_FILE = ".autoresearch-profile.json"
+MAX_PROFILE_BYTES = 2_000_000
 
 
-def without_new_processes(command: list[str], python: str) -> list[str]:
-    """`command` (whose first word is the interpreter) with the seccomp filter installed before the
-    script's first line: the interpreter's own options stay in front of `-c`."""
+def booted(command: list[str], python: str, deny: bool, profile: bool) -> list[str]:
+    """`command` (whose first word is the interpreter) run by a boot that installs the seccomp filter
+    before the script's first line (`deny`) and profiles the run (`profile`): the interpreter's own
+    options stay in front of `-c`. Unchanged when there is nothing to do."""
+    if not deny and not profile:
+        return command
     rest = command[1:]
     options = []
     while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
         options.append(rest.pop(0))
     if not rest:
         raise ValueError("the command names no script, -m module or -c code after the interpreter")
-    boot = Path(seccomp.__file__).read_text(encoding="utf-8") + BOOT_TAIL
+    boot = ""
+    if deny:
+        boot += Path(seccomp.__file__).read_text(encoding="utf-8") + "\ndeny_new_processes()\n"
+    boot += BOOT_RUN
+    if profile:
+        boot += Path(profiler.__file__).read_text(encoding="utf-8") + BOOT_PROFILED
+    else:
+        boot += "\n_run()\n"
     return [python, *options, "-c", boot, *rest]
 
 
 def run_command(payload: dict[str, Any]) -> dict[str, Any]:
+    """Payload: the folder, the run's files, the command and its settings. With `profile`, the command
+    runs a second time under the profiler once the first run ended well (`profile_only`: that run
+    alone), and the report carries what it measured."""
     work = Path.cwd()
     folder = Path(payload["folder_path"])
     lay_out(folder, work, payload["files"])
     python = Path(payload["python_path"])
     interpreter = {python.parent.parent, python.resolve().parent.parent}  # a venv and its base
-    command = payload["command"]
-    if candidate.Setup.deny_processes:  # the task did not declare processes; seccomp is here
-        command = without_new_processes(command, str(python))
     confine_reads([folder, *payload["reads"], *interpreter])
+    deny = candidate.Setup.deny_processes  # the task did not declare processes; seccomp is here
+    command = payload["command"]
+    can_profile = bool(payload.get("profile")) and Path(command[0]) == python
+    report: dict[str, Any] = {"profile": None}
+    if not payload.get("profile_only"):
+        report.update(_run(booted(command, str(python), deny, profile=False), payload, work, {}))
+        if report["returncode"] != 0 or report["timed_out"]:
+            return report
+    if can_profile:
+        spec = {"files": list(payload["files"]), "out": str(work / PROFILE_FILE)}
+        ended = _run(
+            booted(command, str(python), deny, profile=True),
+            payload,
+            work,
+            {"AUTORESEARCH_PROFILE": json.dumps(spec)},
+        )
+        report["profile"] = _read_profile(work / PROFILE_FILE)
+        if payload.get("profile_only"):
+            report.update(ended)
+    return report
+
+
+def _read_profile(path: Path) -> dict[str, Any] | None:
+    """What the profiled run wrote (the script could write there too: it only misleads its own
+    profile, which the server checks before it shows anything)."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_PROFILE_BYTES + 1)
+        found = json.loads(data) if len(data) <= MAX_PROFILE_BYTES else None
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _run(
+    command: list[str], payload: dict[str, Any], work: Path, extra_env: dict[str, str]
+) -> dict[str, Any]:
+    """One run of the command in `work`, confined; its exit status and the ends of its output."""
 
     def confine_script() -> None:  # in the child, before exec: its cgroup leaf, one Landlock domain deeper
         if candidate.Setup.group is not None:
@@ -137,7 +213,7 @@ def run_command(payload: dict[str, Any]) -> dict[str, Any]:
     proc = subprocess.Popen(
         command,
         cwd=work,
-        env=_environment(payload, work),
+        env={**_environment(payload, work), **extra_env},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -2,9 +2,10 @@
 
 Written like the built-in tasks' profiles (small models first: one tool call per reply, params sent as
 changes to the best, the search space in the prompt), with the task's description, metric and files
-in place of the built-in ones. Params work: run_experiment with the params that change. Code work: the
-agent edits the `edit` files and each accepted edit is run at once (run_benchmark, with the best's
-params).
+in place of the built-in ones. Params work: run_experiment with the params that change. Code work, as
+codeopt-records: each turn shows where the script spends its time (the folder's command run under the
+profiler) and the hottest function of the `edit` files; the model sends a function's new version or
+edits, and each accepted change is run at once (run_benchmark, with the best's params).
 """
 
 from pydantic import BaseModel
@@ -62,29 +63,36 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
         )
     files = ", ".join(editable)
     shown = "train.py" if editable == ["train.py"] else f"train.py (here: {files})"
+    turn_shows = (
+        f"Each turn shows the run's summary, where the script spends its time, and the code to work on "
+        f"(the hottest function of {shown}, or the one that just failed; a short file whole)."
+    )
     return AgentProfile(
         system_prompt=(
             f"You improve a training script autonomously, one change per reply. The task: {about} The "
             f"metric is {task.metric} ({goal} is better); the script prints it. You may change {files}. "
-            f"Each turn shows the run's summary and the current {shown}. Reply with one "
-            "modify_train_py call, with either edits (search/replace pairs, each search text copied "
-            "exactly from the current code and occurring once) or source (the whole new file), never "
-            "both. Each accepted change is run at once. If a version crashed or was worse, call "
-            "revert_train_py with the version to go back to. When no idea is left, reply DONE: <reason>."
+            f"{turn_shows} Reply with one replace_function call (a function's whole new def, same name "
+            "and parameters) or one modify_train_py call, with either edits (search/replace pairs, each "
+            "search text copied exactly from the code shown and occurring once) or source (the whole new "
+            "file), never both. Each accepted change is run at once. If a version crashed or was worse, "
+            "call revert_train_py with the version to go back to. When no idea is left, reply DONE: "
+            "<reason>."
         ),
-        tools=["modify_train_py", "revert_train_py"],
-        how=f"Change {files} with modify_train_py (small search/replace edits), then call run_benchmark: "
-        "it runs the script and records the metric it prints. Revert with revert_train_py when a change "
+        tools=["replace_function", "modify_train_py", "revert_train_py"],
+        how=f"Call profile_train_py to see where the script spends its time, change {files} with "
+        "replace_function or modify_train_py (small search/replace edits), then call run_benchmark: it "
+        "runs the script and records the metric it prints. Revert with revert_train_py when a change "
         "crashed or was worse.",
         benchmark_after_edit=True,
         turn="Next?",
         text_system_prompt=(
             f"You improve a training script autonomously. The task: {about} The metric is {task.metric} "
-            f"({goal} is better); the script prints it. Each turn shows the run's summary and the "
-            f"current {shown}. Reply with one line saying what you change and why, then one or more "
-            f"edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n(or the whole new file in one ```python "
-            "block). Each new version is run at once. If a version crashed or was worse, reply REVERT "
-            "v<N> to go back to version N. When no idea is left, reply DONE: <reason>."
+            f"({goal} is better); the script prints it. {turn_shows} Reply with one line saying what "
+            "you change and why, then a function's whole new version in one ```python block (one def, "
+            "the same name and parameters; import lines above it go to the top of its file), or edits. "
+            f"{EDIT_RULE}, for example:\n{EDIT_FORM}\n(or the whole new file in one ```python block). "
+            "Each new version is run at once. If a version crashed or was worse, reply REVERT v<N> to go "
+            "back to version N. When no idea is left, reply DONE: <reason>."
         ),
         stateless=StatelessWords(
             intro="You are improving a script.",

@@ -8,6 +8,7 @@ server: its last `metric: value` line is the metric, every other `name: number` 
 metric. The user's folder is never written: the script runs in a fresh working directory.
 """
 
+import hashlib
 import json
 import math
 import re
@@ -20,10 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from autoresearch_mcp.contract import files as artifact
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
+from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
 from autoresearch_mcp.server.tasks.folder.profile import profile
 from autoresearch_mcp.server.tasks.folder.spec import FolderSpec, TaskFolder, load_folder
+from autoresearch_mcp.server.tasks.profiles import build_profile, failing_line
 
 ENTRY = "autoresearch_mcp.server.tasks.folder.child:run_command"
 MAX_ARTIFACT_BYTES = 1_000_000
@@ -100,9 +103,10 @@ class FolderTask(Task):
 
     def options(self) -> dict[str, Any]:
         task = self.loaded.spec.task
+        runs = 2 if self.loaded.spec.work == "code" else 1  # code work: the profiled run after the first
         limits = Limits(
-            wall_s=task.timeout_s + HARNESS_MARGIN_S,
-            cpu_s=task.timeout_s * task.threads + HARNESS_MARGIN_S,
+            wall_s=runs * task.timeout_s + HARNESS_MARGIN_S,
+            cpu_s=runs * task.timeout_s * task.threads + HARNESS_MARGIN_S,
             memory_mb=task.memory_mb,
             threads=task.threads,
             output_bytes=64_000,
@@ -167,12 +171,12 @@ class FolderTask(Task):
         }
         return ScriptedPlan(prior=prior, log_scale=[name for name, p in spec.params.items() if p.log])
 
-    def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
+    def _payload(self, params: BaseModel, source: str, ctx: ExecContext) -> dict[str, Any]:
         loaded = self.loaded
         task = loaded.spec.task
         files = artifact.unpack(source, self.editable()) if self.editable() else {}
         python = task.python or sys.executable
-        payload = {
+        return {
             "folder_path": str(loaded.path),
             "files": files,
             "command": [python if part == "python" else part for part in task.command],
@@ -182,8 +186,12 @@ class FolderTask(Task):
             "seed": ctx.seed,
             "timeout_s": task.timeout_s,
             "processes": task.processes,
+            "profile": loaded.spec.work == "code",  # a run under the profiler, after a run that ended well
         }
-        result = run_sandboxed(ENTRY, payload, Limits(**ctx.options["limits"]))
+
+    def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
+        task = self.loaded.spec.task
+        result = run_sandboxed(ENTRY, self._payload(params, source, ctx), Limits(**ctx.options["limits"]))
         if result.status != "ok" or result.result is None:
             return sandbox_failure(result)
         report = ScriptReport.model_validate(result.result)
@@ -193,24 +201,52 @@ class FolderTask(Task):
                 error_tail=f"the script ran past its timeout_s of {task.timeout_s:g} s\n{report.stderr_tail}",
             )
         if report.returncode != 0:
+            at = failing_line(report.stderr_tail, tuple(self.editable()))
             return Outcome(
                 status="crash",
-                error_tail=f"the script exited with status {report.returncode}\n{report.stderr_tail}",
+                error_tail=f"the script exited with status {report.returncode}"
+                + (f" at {at}" if at else "")
+                + f"\n{report.stderr_tail}",
             )
         metric, secondary, problem = parse_metrics(report.stdout_tail, self.metric)
         if problem is not None or metric is None:
             return Outcome(status="crash", error_tail=f"{problem}\n{report.stderr_tail}".strip())
-        return Outcome(status="ok", metrics={self.metric: metric, **secondary}, metric=metric)
+        return Outcome(
+            status="ok",
+            metrics={self.metric: metric, **secondary},
+            metric=metric,
+            profile=self._profile_of(source, report.profile),
+        )
+
+    def profile(self, params: BaseModel, source: str, ctx: ExecContext) -> Profile | None:
+        payload = {**self._payload(params, source, ctx), "profile": True, "profile_only": True}
+        result = run_sandboxed(ENTRY, payload, Limits(**ctx.options["limits"]))
+        if result.status != "ok" or result.result is None:
+            return None
+        return self._profile_of(source, ScriptReport.model_validate(result.result).profile)
+
+    def _profile_of(self, source: str, measured: dict[str, Any] | None) -> Profile | None:
+        if not measured:
+            return None
+        command = " ".join(self.loaded.spec.task.command)
+        how = f"one run of `{command}`, sampled; the files' lines traced"
+        try:
+            return build_profile(
+                source, self.editable(), hashlib.sha256(source.encode()).hexdigest(), measured, how
+            )
+        except ValueError:  # a malformed profile (ValidationError): the experiment stands without it
+            return None
 
 
 class ScriptReport(BaseModel):
     """What the sandboxed harness reports of one run of the script."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    returncode: int
-    timed_out: bool
-    stdout_tail: str = Field(max_length=70_000)
-    stderr_tail: str = Field(max_length=10_000)
+    returncode: int = 0
+    timed_out: bool = False
+    stdout_tail: str = Field(default="", max_length=70_000)
+    stderr_tail: str = Field(default="", max_length=10_000)
+    profile: dict[str, Any] | None = None  # checked by profiles.build_profile
 
 
 @lru_cache(maxsize=64)
