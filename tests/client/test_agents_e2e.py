@@ -10,6 +10,7 @@ import pytest
 
 from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.run_cmd import run_session
+from autoresearch_mcp.contract.functions import replace_function
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
@@ -575,3 +576,31 @@ async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_
     rejected = [e for e in _error_results(result.transcript) if "edit rejected" in e]  # edits or a def
     assert rejected and "train.py unchanged" in rejected[0]
     assert result.refusals.get("rejected_edit", 0) == len(rejected)
+
+
+@pytest.mark.asyncio
+async def test_the_stateless_baseline_sends_a_block_of_one_function_as_replace_function(
+    tmp_path: Path, server_env: None
+):
+    """A stateless reply holding one function's new version (what a small model can write) replaces that
+    function alone; the next prompt holds the whole new file as the version, and the profile's lines."""
+    new = "def rank_departments(summary):\n    return sorted(sorted(summary), key=lambda d: -summary[d]['avg_salary'])\n"
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(chat_completion(f"CODE:\n```python\n{new}```"), chat_completion("DONE: enough"))
+        args = args_for(
+            tmp_path,
+            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "2"),
+        )
+        result = await run_session(args, mode="stateless", seed=42)
+        bodies = fake.bodies("/chat/completions")
+    assert result.experiments == 1 and result.refusals == {}
+    store = Store(tmp_path / "runs.db")
+    (run,) = store.list_runs()
+    current = store.artifacts.get(run.id)
+    assert current.version == 2 and current.source == replace_function(
+        rewrites.source_after(0), "rank_departments", new
+    )
+    second = bodies[1]["messages"][0]["content"]
+    assert "=== Iteration 1 (time=" in second and current.source.rstrip() in second
+    assert "\nTime by function: " in second

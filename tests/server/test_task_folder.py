@@ -257,3 +257,50 @@ def test_a_command_that_is_not_python_must_declare_processes(tmp_path):
         load_folder(folder)
     toml.write_text(toml.read_text().replace("timeout_s =", "processes = true\ntimeout_s ="))
     assert load_folder(folder).spec.task.processes
+
+
+PROFILED_SCRIPT = """\
+import json
+import os
+
+
+def slow_sum(n):
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return total
+
+
+def quick_scale(value):
+    return value / 1000.0
+
+
+params = json.loads(os.environ["AUTORESEARCH_PARAMS"])
+print(f"loss: {quick_scale(slow_sum(300_000)) + params['x'] ** 2:.6f}")
+"""
+
+
+@pytest.mark.asyncio
+async def test_in_code_work_the_script_is_profiled_and_one_function_taken_back_as_in_codeopt(
+    settings, tmp_path
+):
+    """The same mechanism as codeopt-records: the folder's own command is profiled, the hottest function
+    named with its slowest lines; replace_function changes that function alone; a crash names its line."""
+    folder = make_folder(tmp_path, script=PROFILED_SCRIPT, extra='work = "code"')
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 3}))["run_id"]
+        first = await call(client, "run_benchmark", {"run_id": run_id})
+        broken = "def slow_sum(n):\n    return [0][n]\n"
+        await call(client, "replace_function", {"run_id": run_id, "name": "slow_sum", "source": broken})
+        crashed = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+        current = await call(client, "get_current_train_py", {"run_id": run_id})
+    profile = first["profile"]
+    assert first["experiment"]["status"] == "ok" and profile["hot"] == "slow_sum"
+    assert profile["functions"][0]["name"] == "slow_sum" and profile["functions"][0]["share"] > 0.5
+    assert {line["text"] for line in profile["lines"]} & {"total += i % 7", "for i in range(n):"}
+    assert crashed["status"] == "crash"
+    assert "at line 6 (slow_sum): return [0][n]" in crashed["error_tail"].splitlines()[0]
+    assert current["source"] == PROFILED_SCRIPT.replace(
+        "    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n",
+        "    return [0][n]\n",
+    )
