@@ -176,6 +176,10 @@ class OpenAILLM:
         try:
             page = await self._call(quick.models.list())
         except TransientLLMError as exc:
+            if isinstance(exc.__cause__, openai.APITimeoutError) and self.model is not None:
+                # Something answers there but is busy: a one-request-at-a-time local server still
+                # generating for another client. The run's own calls wait for it (--llm-timeout).
+                return
             raise LLMError(f"cannot reach {where} ({exc}); is the server running? Check --base-url") from exc
         except LLMError as exc:
             if self.model is None or "refused the key" in str(exc):

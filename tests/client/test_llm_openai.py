@@ -1,5 +1,7 @@
 """The openai backend: the real SDK against a local fake OpenAI-compatible endpoint."""
 
+from typing import Any
+
 import pytest
 
 from autoresearch_mcp.client.llm import (
@@ -11,9 +13,10 @@ from autoresearch_mcp.client.llm import (
     ToolResult,
     ToolSpec,
     make_llm,
+    openai_backend,
 )
 from autoresearch_mcp.client.llm.openai_backend import OpenAILLM
-from fakes import FakeOpenAIServer, Reply, chat_completion, error_reply
+from fakes import FakeOpenAIServer, FakeReply, Reply, chat_completion, error_reply
 
 FAST = RetryPolicy(attempts=3, base_delay=0.001, max_delay=0.01)
 TOOL = ToolSpec(
@@ -229,3 +232,28 @@ async def test_without_a_temperature_the_providers_default_applies() -> None:
 def test_a_temperature_for_a_backend_that_does_not_sample_is_refused_by_name() -> None:
     with pytest.raises(LLMError, match="openai backend only, not to scripted"):
         make_llm("scripted", temperature=0.5)
+
+
+class _BusyServer(FakeOpenAIServer):
+    """A one-request-at-a-time local server still generating for another client: its model list waits."""
+
+    def route(self, method: str, path: str, body: dict[str, Any] | None) -> FakeReply:
+        reply = super().route(method, path, body)
+        return (
+            FakeReply(reply.status, reply.body, reply.headers, delay_s=1.0) if path == "/v1/models" else reply
+        )
+
+
+@pytest.mark.asyncio
+async def test_a_busy_endpoint_passes_the_preflight_when_the_model_is_named(monkeypatch) -> None:
+    monkeypatch.setattr(openai_backend, "PREFLIGHT_TIMEOUT_S", 0.2)
+    with _BusyServer() as fake:
+        named = make_llm("openai", model="m", base_url=fake.base_url, api_key="k")
+        unnamed = make_llm("openai", base_url=fake.base_url, api_key="k")
+        try:
+            await named.preflight()  # it answers, later: the run's calls wait for it
+            with pytest.raises(LLMError, match=r"cannot reach .*APITimeoutError"):
+                await unnamed.preflight()  # without a model there is nothing to go on
+        finally:
+            await named.aclose()
+            await unnamed.aclose()
