@@ -1,10 +1,9 @@
-"""The MCP surface, declared over an open `Research`: tools grouped by subject, resources, the prompt.
+"""The MCP surface, declared over an open `Research`: the tools, resources, prompt and completions.
 
-Each tool lives in the module named after its subject (server/tools/): runs.py, experiments.py,
-train_py.py, jobs.py, query.py. Names and arguments are a contract that examples and outside clients
-rely on (docs/tools.md documents it); the run logic they call (server/runs.py, server/jobs/) knows
-nothing of MCP. What a host sees besides (logs, resource updates, list changes) comes from the notifier
-(notify.py), which watches the research's events; completions are in completions.py.
+The tools are registered from the contract's table (contract/tools.py), each the function named like it
+in the module of its subject under server/tools/ (surface.py says how); the logic they call (runs.py,
+experiments.py, train_py.py, jobs/) knows nothing of MCP. What a host sees besides (logs, resource
+updates, list changes) comes from the notifier (notify.py), which watches the research's events.
 """
 
 from mcp.server import MCPServer
@@ -15,8 +14,8 @@ from autoresearch_mcp import __version__
 from autoresearch_mcp.server import completions, program, resources
 from autoresearch_mcp.server.notify import Notifier
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.tools import experiments, jobs, query, runs, train_py
-from autoresearch_mcp.server.tools.common import RunResolver
+from autoresearch_mcp.server.tools.connection import RunResolver
+from autoresearch_mcp.server.tools.surface import register_tools
 
 INSTRUCTIONS = (
     "Autonomous ML experimentation with server-side state. start_run, then loop: read get_run_summary, "
@@ -46,12 +45,7 @@ def build_server(
         middleware=[notifier.middleware],
     )
     notifier.serve_handshake_methods(mcp)
-    run_for = RunResolver(research)
-    runs.register(mcp, research, run_for)
-    experiments.register(mcp, research, run_for)
-    train_py.register(mcp, research, run_for)
-    jobs.register(mcp, research, run_for)
-    query.register(mcp, research)
+    register_tools(mcp, research, RunResolver(research.runs))
     resources.register(mcp, research)
     program.register(mcp, research)
     completions.register(mcp, research)

@@ -106,6 +106,6 @@ def register(mcp: MCPServer, research: Research) -> None:
         try:
             if run_id:
                 task = research.store.get_run(run_id).task
-            return render_program(research.runs.task(task), run_id)
+            return render_program(research.tasks(task), run_id)
         except ResearchError as exc:
             raise prompt_error(str(exc)) from None

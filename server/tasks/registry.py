@@ -9,7 +9,10 @@ from typing import Any
 
 from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import Run
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.tasks.base import Task
+from autoresearch_mcp.server.tasks.recorded import recorded_task
 
 TaskFactory = Callable[[dict[str, Any]], Task]
 _REGISTRY: dict[str, TaskFactory] = {}
@@ -83,3 +86,33 @@ def _load_builtins() -> None:
     for module in filter(None, (m.strip() for m in os.environ.get(ENV_TASK_PLUGINS, "").split(","))):
         importlib.import_module(module)
     _loaded = True
+
+
+class Tasks:
+    """The tasks one server runs, each made once from its settings (a task may cache data)."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+        self._made: dict[str, Task] = {}
+
+    def names(self) -> list[str]:
+        return task_names(self.settings)
+
+    def __call__(self, name: str) -> Task:
+        if name not in self._made:
+            self._made[name] = make_task(name, self.settings)
+        return self._made[name]
+
+    def of_run(self, run: Run) -> Task:
+        """The run's task; one this server does not register (a task folder another server registered)
+        as the run recorded it: enough to read the run, never to run it."""
+        try:
+            return self(run.task)
+        except ResearchError as exc:
+            if exc.kind != "unknown_task":
+                raise
+            return recorded_task(run)
+
+    def evaluated_by(self, tool: ToolName) -> list[str]:
+        """The tasks whose experiments run through `tool` (run_experiment or run_benchmark)."""
+        return [name for name in self.names() if self(name).experiment_tool == tool]
