@@ -309,7 +309,6 @@ class TaskInfo(BaseModel):
         "under a header line: contract/files.py)",
     )
     agent: AgentProfile
-    scripted: ScriptedPlan
 
 
 class TaskList(BaseModel):

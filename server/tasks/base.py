@@ -171,7 +171,6 @@ class Task(ABC):
             params_schema=self.params_model.model_json_schema(),
             files=self.editable(),
             agent=self.agent_profile(),
-            scripted=self.scripted_plan(),
         )
 
     def describe(self) -> str:
