@@ -82,12 +82,6 @@ def repeat_hint(
     return f"Change at least one value this time, e.g. {change_of(name, bounds_of(schema or {}, name), params.get(name))}."
 
 
-def stateful_turn(summary: str, request: str, code: str | None = None) -> str:
-    """The per-turn message: the summary, the current train.py in a code task, the request."""
-    shown = f"\ntrain.py (current):\n```python\n{code.rstrip()}\n```" if code is not None else ""
-    return f"{summary}{shown}\n{request}"
-
-
 # -- the stateless baseline, in the paper's format -------------------------------------------------
 
 

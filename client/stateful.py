@@ -35,14 +35,13 @@ from autoresearch_mcp.client.prompts import (
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
     repeat_hint,
-    stateful_turn,
     text_format,
     text_nudge,
 )
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
 from autoresearch_mcp.client.tools import agent_tools
 from autoresearch_mcp.contract.arguments import RunBenchmarkArgs
-from autoresearch_mcp.contract.errors import error_headline
+from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolName
 
@@ -120,18 +119,9 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
     if not outcome.ok:
         return outcome.text[:MAX_RESULT_CHARS]
     if tool in EXPERIMENT_TOOLS:
-        result = outcome.as_model(ExperimentResult)
-        exp, best = result.experiment, result.best
-        metric = f" {exp.metric:.4f}" if exp.metric is not None else ""
-        line = f"#{exp.iteration} {exp.status}{metric}" + (" NEW BEST" if result.is_new_best else "")
-        if exp.status != "ok" and exp.error_tail and exp.error_tail.strip():
-            line += f": {error_headline(exp.error_tail)[:200]}"
-        if best:
-            line += f"; best {best.metric:.4f} (#{best.iteration})"
-        return line + f"; budget left {result.budget_left}"
+        return result_line(outcome.as_model(ExperimentResult))
     if tool in EDIT_TOOLS:
-        info = outcome.as_model(ArtifactInfo)
-        return f"train.py is now v{info.version} ({info.lines} lines)"
+        return version_line(outcome.as_model(ArtifactInfo))
     if tool == ToolName.GET_CURRENT_TRAIN_PY:
         info = outcome.as_model(ArtifactInfo)
         return f"train.py v{info.version}:\n{info.source}"
@@ -174,7 +164,7 @@ class StatefulAgent(Agent):
             code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
             self.current_code = code or ""
             request_text = TEXT_TURN if text_mode else task.agent.turn
-            messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
+            messages = [Message(role="user", text=turn_text(summary, request_text, code))]
             if text_mode:
                 messages = text_messages(messages[0], window)
             else:

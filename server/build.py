@@ -15,6 +15,7 @@ from autoresearch_mcp.server import completions, program, resources
 from autoresearch_mcp.server.notify import Notifier
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tools.connection import RunResolver
+from autoresearch_mcp.server.tools.focus import focus_on
 from autoresearch_mcp.server.tools.surface import register_tools
 
 INSTRUCTIONS = (
@@ -29,10 +30,14 @@ def build_server(
     *,
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
+    tools_for: str | None = None,
 ) -> MCPServer:
     """The MCP server over `research` (opened here if it is not yet). `token_verifier` and `auth`
-    (together) protect it over HTTP; see http.py. The caller closes `research` at shutdown."""
+    (together) protect it over HTTP; see http.py. `tools_for`: a task to focus on, whose agent's tools
+    alone are listed, as our agent offers them (tools/focus.py); default: the settings'. The caller
+    closes `research` at shutdown."""
     research.open()
+    tools_for = tools_for or research.settings.tools_for
     notifier = Notifier()
     research.events.add(notifier)
     mcp = MCPServer(
@@ -46,7 +51,10 @@ def build_server(
     )
     notifier.serve_handshake_methods(mcp)
     register_tools(mcp, research, RunResolver(research.runs))
+    focus = None if tools_for is None else research.tasks(tools_for)
+    if focus is not None:
+        focus_on(mcp, research, focus)
     resources.register(mcp, research)
-    program.register(mcp, research)
+    program.register(mcp, research, focus)
     completions.register(mcp, research)
     return mcp

@@ -31,6 +31,7 @@ FLAGS = {
     "workers": "--workers",
     "dask_scheduler": "--dask-scheduler",
     "task_dirs": f"--task-dir (or ${ENV_TASK_DIRS})",
+    "tools_for": "--tools-for",
 }
 
 
@@ -67,6 +68,7 @@ def _settings(args: argparse.Namespace) -> ServerSettings:
         "hpo_wall_s",
         "workers",
         "dask_scheduler",
+        "tools_for",
     ):
         if getattr(args, key, None) is not None:
             values[key] = getattr(args, key)
@@ -122,6 +124,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=f"register a task folder (a script + autoresearch.toml); repeatable (default: ${ENV_TASK_DIRS},"
         " folders separated as in PATH)",
+    )
+    parser.add_argument(
+        "--tools-for",
+        metavar="TASK",
+        help="list only this task's agent tools, as the bundled agent offers them to its model (for an "
+        "outside agent framework); the other tools stay callable",
     )
     parser.add_argument("--token", help=f"HTTP bearer token (default: ${ENV_TOKEN}; required off loopback)")
     parser.add_argument(

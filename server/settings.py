@@ -46,6 +46,8 @@ class ServerSettings(BaseModel):
     task_dirs: list[str] = Field(
         default_factory=lambda: [p for p in (os.environ.get(ENV_TASK_DIRS) or "").split(os.pathsep) if p]
     )
+    # A task to focus on: only its agent's tools are listed, as our agent offers them (tools/focus.py).
+    tools_for: str | None = Field(default=None, min_length=1, max_length=100)
     # Background jobs: local worker processes (default: one per core), or a Dask scheduler.
     workers: int | None = Field(default=None, ge=1, le=1024)
     dask_scheduler: str | None = Field(default_factory=lambda: os.environ.get(ENV_DASK_SCHEDULER) or None)
@@ -57,4 +59,4 @@ class ServerSettings(BaseModel):
         return list(dict.fromkeys(str(Path(p).expanduser().resolve()) for p in value))
 
     def task_settings(self) -> dict[str, object]:
-        return self.model_dump(exclude={"db_path", "workers", "dask_scheduler"})
+        return self.model_dump(exclude={"db_path", "workers", "dask_scheduler", "tools_for"})
