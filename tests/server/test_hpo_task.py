@@ -84,7 +84,7 @@ def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics
     settings, data: str, request: pytest.FixtureRequest
 ):
     csv = request.getfixturevalue(data)  # the fixture, and the 20,000 rows (skipped without them)
-    service = service_for(settings.model_copy(update={"covtype_path": str(csv)}))
+    service = service_for(settings.with_options(covtype_path=str(csv)))
     run, _ = service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name="smoke")
     result = service.experiments.run_experiment(run.id, {"n_estimators": 10, "max_depth": 3}, "tiny")
     exp = result.experiment
@@ -123,7 +123,7 @@ def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_th
         raise OSError("<urlopen error [Errno -2] Name or service not known>")
 
     monkeypatch.setattr(sklearn.datasets, "fetch_covtype", offline)
-    service = service_for(settings.model_copy(update={"covtype_path": "full"}))
+    service = service_for(settings.with_options(covtype_path="full"))
     with pytest.raises(ResearchError) as error:
         service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     message, operator = str(error.value), error.value.detail["operator"]
@@ -134,7 +134,7 @@ def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_th
     assert "\n" not in operator and "AUTORESEARCH_COVTYPE" in operator
     assert service.store.list_runs() == []
 
-    service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "dir" / "nope.csv")}))
+    service = service_for(settings.with_options(covtype_path=str(tmp_path / "dir" / "nope.csv")))
     with pytest.raises(ResearchError) as error:
         service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     assert str(tmp_path) not in str(error.value)
@@ -147,7 +147,7 @@ def test_without_a_data_setting_the_sample_shipped_in_the_package_is_the_data(se
 
     assert hashlib.sha256(SHIPPED.read_bytes()).hexdigest() == SHIPPED_SHA256  # its PROVENANCE.md
     assert (SHIPPED.parent / "PROVENANCE.md").is_file()
-    service = service_for(settings.model_copy(update={"covtype_path": None}))
+    service = service_for(settings.with_options(covtype_path=None))
     run, _ = service.runs.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
     options = run.config["options"]
     assert (options["data"], options["n_train"], options["n_test"]) == (
@@ -160,7 +160,7 @@ def test_without_a_data_setting_the_sample_shipped_in_the_package_is_the_data(se
 def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
-    service = service_for(settings.model_copy(update={"covtype_path": str(bad)}))
+    service = service_for(settings.with_options(covtype_path=str(bad)))
     with pytest.raises(ResearchError) as error:
         service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     assert "expected 54 features + Cover_Type" in error.value.detail["operator"]
@@ -183,7 +183,7 @@ def test_the_full_setting_loads_covertype_with_the_real_loader(settings, monkeyp
     monkeypatch.setattr(sklearn.datasets, "fetch_covtype", download)
     _split_arrays.cache_clear()
     try:
-        service = service_for(settings.model_copy(update={"covtype_path": "full"}))
+        service = service_for(settings.with_options(covtype_path="full"))
         run, _ = service.runs.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
     finally:
         _split_arrays.cache_clear()  # the stand-in's split must not outlive this test
@@ -192,19 +192,27 @@ def test_the_full_setting_loads_covertype_with_the_real_loader(settings, monkeyp
 
 def test_a_training_past_the_configured_wall_clock_limit_is_killed_and_recorded_as_a_timeout(settings):
     stuck = "    while True:\n        pass\n" + SCORING
-    exp = experiment_with_scoring_as(settings.model_copy(update={"hpo_wall_s": 2}), stuck)
+    exp = experiment_with_scoring_as(settings.with_options(hpo_wall_s=2), stuck)
     assert exp.status == "timeout" and "wall-clock limit of 2 s" in (exp.error_tail or "")
 
 
-def test_the_wall_clock_limit_comes_from_the_environment_and_a_bad_value_is_refused(monkeypatch, tmp_path):
+def test_the_wall_clock_limit_is_the_tasks_own_setting_from_the_environment_and_a_bad_value_is_refused(
+    monkeypatch, tmp_path
+):
     from pydantic import ValidationError
 
     from autoresearch_mcp.server.settings import ServerSettings
+    from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOCovertypeTask
+    from autoresearch_mcp.server.tasks.registry import check_task_settings
+
+    def task_settings() -> dict:
+        return ServerSettings(db_path=tmp_path / "runs.db").task_settings()
 
     monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "45")
-    assert ServerSettings(db_path=tmp_path / "runs.db").hpo_wall_s == 45
+    assert HPOCovertypeTask(task_settings()).wall_s == 45
     monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "soon")
     with pytest.raises(ValidationError, match="hpo_wall_s"):
-        ServerSettings(db_path=tmp_path / "runs.db")
+        check_task_settings(task_settings())  # what the server checks at start
     monkeypatch.delenv("AUTORESEARCH_HPO_WALL_S")
-    assert ServerSettings(db_path=tmp_path / "runs.db").hpo_wall_s == 600
+    assert HPOCovertypeTask(task_settings()).wall_s == 600
+    assert "hpo_wall_s" not in ServerSettings.model_fields  # the server's own settings know none of it

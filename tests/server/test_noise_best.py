@@ -200,7 +200,7 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
 ) -> None:
     # At the default 95% an identical copy is kept 2.5% of the time, by design; here 1 in 2,000.
     monkeypatch.setattr(CodeOptTask, "confidence", 0.999)
-    settings = settings.model_copy(update={"codeopt_records": 1500, "codeopt_repeats": 20})
+    settings = settings.with_options(codeopt_records=1500, codeopt_repeats=20)
     service = Research(settings).open()
     run, _ = service.runs.start_run("codeopt-records", 5, None, 42, None)
     first = service.experiments.run_benchmark(run.id)
