@@ -152,11 +152,17 @@ class FinishRunArgs(Arguments[SummaryText]):
     run_id: RunId = None
 
 
-class RunExperimentArgs(Arguments[ExperimentResult]):
+class ExperimentArgs(BaseModel):
+    """What one experiment is asked with: run_experiment's arguments, and submit_training_job's."""
+
     params: Params
     note: NoteText = None
     base: Base = "defaults"
     run_id: RunId = None
+
+
+class RunExperimentArgs(ExperimentArgs, Arguments[ExperimentResult]):
+    pass
 
 
 class RunBenchmarkArgs(Arguments[ExperimentResult]):
@@ -205,12 +211,8 @@ class RevertTrainPyArgs(Arguments[ArtifactInfo]):
     run_id: RunId = None
 
 
-class SubmitTrainingJobArgs(Arguments[JobInfo]):
-    # run_experiment's arguments, in the same order
-    params: Params
-    note: NoteText = None
-    base: Base = "defaults"
-    run_id: RunId = None
+class SubmitTrainingJobArgs(ExperimentArgs, Arguments[JobInfo]):
+    pass
 
 
 class GetJobArgs(Arguments[JobInfo]):

@@ -17,13 +17,17 @@ from autoresearch_mcp.server.settings import ServerSettings
 from folder_fixture import make_folder
 
 
+@pytest.fixture
+def bowl(settings: ServerSettings, tmp_path: Path) -> ServerSettings:
+    """Settings with a task folder, `bowl`, registered."""
+    return settings.model_copy(update={"task_dirs": [str(make_folder(tmp_path / "bowl"))]})
+
+
 @pytest.mark.asyncio
 async def test_a_focused_server_lists_the_tasks_tools_exactly_as_the_bundled_agent_offers_them(
-    settings: ServerSettings, tmp_path: Path
+    bowl: ServerSettings,
 ):
-    folder = make_folder(tmp_path / "bowl")
-    settings = settings.model_copy(update={"task_dirs": [str(folder)]})
-    with Research(settings) as research:
+    with Research(bowl) as research:
         async with Client(build_server(research)) as client:
             everything = (await client.list_tools()).tools
         task = research.tasks("bowl").info()
@@ -41,11 +45,9 @@ async def test_a_focused_server_lists_the_tasks_tools_exactly_as_the_bundled_age
 
 @pytest.mark.asyncio
 async def test_a_focused_call_gets_the_profiles_fixed_arguments_and_reads_like_our_agents_turn(
-    settings: ServerSettings, tmp_path: Path
+    bowl: ServerSettings,
 ):
-    folder = make_folder(tmp_path / "bowl")
-    settings = settings.model_copy(update={"task_dirs": [str(folder)]})
-    with Research(settings) as research:
+    with Research(bowl) as research:
         async with Client(build_server(research, tools_for="bowl")) as client:
             started = await client.call_tool("start_run", {"task": "bowl", "budget": 3})  # unlisted, callable
             run_id = started.structured_content["run_id"]
