@@ -26,7 +26,7 @@ from autoresearch_mcp.server.http import build_http_app, uvicorn_config
 from autoresearch_mcp.server.notify import MAX_SUBSCRIPTIONS, MAX_URI_CHARS
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tools.common import RunResolver
+from autoresearch_mcp.server.tools.connection import RunResolver
 
 
 @asynccontextmanager
@@ -88,7 +88,7 @@ def test_made_up_session_ids_cannot_push_a_connection_out_of_the_resolver(settin
     with Research(settings) as research:
         first, _ = research.runs.start_run("toy-quadratic", 5, None, 1, None)
         second, _ = research.runs.start_run("toy-quadratic", 5, None, 1, None)  # two running: no default
-        resolver = RunResolver(research)
+        resolver = RunResolver(research.runs)
         params = InitializeParams()
         victim = SimpleNamespace(session=SimpleNamespace(client_params=params), headers={})
         resolver.remember(victim, first.id)  # type: ignore[arg-type]
@@ -96,8 +96,8 @@ def test_made_up_session_ids_cannot_push_a_connection_out_of_the_resolver(settin
             made_up = SimpleNamespace(
                 session=SimpleNamespace(client_params=None), headers={"mcp-session-id": f"x{i}"}
             )
-            assert resolver(made_up, second.id) == second.id  # type: ignore[arg-type]
-        assert resolver(victim, None) == first.id  # type: ignore[arg-type]
+            assert resolver(made_up, second.id).id == second.id  # type: ignore[arg-type]
+        assert resolver(victim, None).id == first.id  # type: ignore[arg-type]
         assert len(resolver) == 1
         del params, victim  # the connection goes, and its entry with it
         assert len(resolver) == 0
