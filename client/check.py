@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
 from autoresearch_mcp.client.meter import Transcript, input_tokens
+from autoresearch_mcp.contract.arguments import FinishRunArgs
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
 # "stopped": something other than this agent finished the run (a host's finish_run, the dashboard).
@@ -103,7 +104,7 @@ async def finish(
     assert stop is not None
     run = await rc.run(run_id)
     if run.status == "running":
-        await rc.call("finish_run", {"run_id": run_id, "reason": f"{stop[0]}: {stop[1]}"[:500]})
+        await rc.call(FinishRunArgs(run_id=run_id, reason=f"{stop[0]}: {stop[1]}"[:500]))
         run = await rc.run(run_id)
     return AgentResult(
         run_id=run_id,

@@ -30,7 +30,6 @@ from autoresearch_mcp.client.check import (
     finish,
 )
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
-from autoresearch_mcp.client.focus import Failure, changed_functions, focus_text
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import (
@@ -39,19 +38,21 @@ from autoresearch_mcp.client.prompts import (
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
     repeat_hint,
-    stateful_turn,
     text_format,
     text_nudge,
 )
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
 from autoresearch_mcp.client.tools import agent_tools
+from autoresearch_mcp.contract.arguments import RunBenchmarkArgs
+from autoresearch_mcp.contract.code_focus import FAILURE_CHARS, Failure, changed_functions, focus_text
 from autoresearch_mcp.contract.errors import error_headline
+from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
+from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolName
 
-EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
-EDIT_TOOLS = ("modify_train_py", "replace_function")
+# The changes of train.py the agent benchmarks at once, where the task's profile says so.
+CHANGE_TOOLS = (ToolName.MODIFY_TRAIN_PY, ToolName.REPLACE_FUNCTION)
 MAX_RESULT_CHARS = 3000
-FAILURE_CHARS = 400
 
 
 class Turn(BaseModel):
@@ -129,19 +130,10 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
     if not outcome.ok:
         return outcome.text[:MAX_RESULT_CHARS]
     if tool in EXPERIMENT_TOOLS:
-        result = outcome.as_model(ExperimentResult)
-        exp, best = result.experiment, result.best
-        metric = f" {exp.metric:.4f}" if exp.metric is not None else ""
-        line = f"#{exp.iteration} {exp.status}{metric}" + (" NEW BEST" if result.is_new_best else "")
-        if exp.status != "ok" and exp.error_tail and exp.error_tail.strip():
-            line += f": {error_headline(exp.error_tail)[:200]}"
-        if best:
-            line += f"; best {best.metric:.4f} (#{best.iteration})"
-        return line + f"; budget left {result.budget_left}"
-    if tool in (*EDIT_TOOLS, "revert_train_py"):
-        info = outcome.as_model(ArtifactInfo)
-        return f"train.py is now v{info.version} ({info.lines} lines)"
-    if tool == "get_current_train_py":
+        return result_line(outcome.as_model(ExperimentResult))
+    if tool in EDIT_TOOLS:
+        return version_line(outcome.as_model(ArtifactInfo))
+    if tool == ToolName.GET_CURRENT_TRAIN_PY:
         info = outcome.as_model(ArtifactInfo)
         return f"train.py v{info.version}:\n{info.source}"
     return json.dumps(outcome.data, separators=(",", ":"))[:MAX_RESULT_CHARS]
@@ -195,7 +187,7 @@ class StatefulAgent(Agent):
             summary = await self.rc.summary(self.run_id)
             focus = await self._focus(window) if task.kind == "code" else None
             request_text = TEXT_TURN if text_mode else task.agent.turn
-            messages = [Message(role="user", text=stateful_turn(summary, request_text, focus))]
+            messages = [Message(role="user", text=turn_text(summary, request_text, focus))]
             if text_mode:
                 messages = text_messages(messages[0], window)
             else:
@@ -276,7 +268,9 @@ class StatefulAgent(Agent):
                 self.refused(kind="unknown_tool")
             else:
                 fixed = profile.fixed_arguments.get(call.name, {})
-                outcome = await self.rc.call(call.name, {**call.arguments, **fixed, "run_id": self.run_id})
+                outcome = await self.rc.call_tool(
+                    call.name, {**call.arguments, **fixed, "run_id": self.run_id}
+                )
                 text, is_error = result_text(call.name, outcome), not outcome.ok
                 if not outcome.ok:
                     self.refused(outcome)
@@ -298,12 +292,12 @@ class StatefulAgent(Agent):
                     )
                     self.repeats += 1
                 ended = self._account(call, outcome, turn)
-                edit_refused = edit_refused or (call.name in EDIT_TOOLS and not outcome.ok)
-                if call.name in EDIT_TOOLS and outcome.ok and profile.benchmark_after_edit:
+                edit_refused = edit_refused or (call.name in CHANGE_TOOLS and not outcome.ok)
+                if call.name in CHANGE_TOOLS and outcome.ok and profile.benchmark_after_edit:
                     # The agent's own step, shown to the model with its edit's result.
-                    bench = ToolCall(id=f"{call.id}-bench", name="run_benchmark", arguments={})
-                    measured = await self.rc.call("run_benchmark", {"run_id": self.run_id})
-                    text += "; benchmarked: " + result_text("run_benchmark", measured)
+                    bench = ToolCall(id=f"{call.id}-bench", name=ToolName.RUN_BENCHMARK, arguments={})
+                    measured = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
+                    text += "; benchmarked: " + result_text(ToolName.RUN_BENCHMARK, measured)
                     is_error = not measured.ok
                     ended = self._account(bench, measured, turn)
             failed = failed or is_error
@@ -334,8 +328,8 @@ class StatefulAgent(Agent):
             )
             return turn
         if reply.action == "revert":
-            outcome = await self._text_call(turn, "revert_train_py", {"version": reply.version})
-            turn.user.text = self._text_result("revert_train_py", outcome, used)
+            outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
+            turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, used)
             if outcome.ok:
                 # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
                 # call, so they count toward --max-failures' streak like any call that recorded nothing.
@@ -345,9 +339,9 @@ class StatefulAgent(Agent):
         if reply.functions is not None:
             for name, source in reply.functions:  # one version per function; benchmarked once, after
                 changed = await self._text_call(
-                    turn, "replace_function", {"name": name, "source": source, **arguments}
+                    turn, ToolName.REPLACE_FUNCTION, {"name": name, "source": source, **arguments}
                 )
-                turn.user.text = self._text_result("replace_function", changed, used)
+                turn.user.text = self._text_result(ToolName.REPLACE_FUNCTION, changed, used)
                 if not changed.ok:
                     return turn
         else:
@@ -357,13 +351,13 @@ class StatefulAgent(Agent):
                 ]
             else:
                 arguments["source"] = reply.source
-            changed = await self._text_call(turn, "modify_train_py", arguments)
-            turn.user.text = self._text_result("modify_train_py", changed, used)
+            changed = await self._text_call(turn, ToolName.MODIFY_TRAIN_PY, arguments)
+            turn.user.text = self._text_result(ToolName.MODIFY_TRAIN_PY, changed, used)
             if not changed.ok:
                 return turn
-        measured = await self._text_call(turn, "run_benchmark", {})
-        turn.user.text += "; benchmarked: " + result_text("run_benchmark", measured)
-        self._account(ToolCall(id="text-bench", name="run_benchmark", arguments={}), measured, turn)
+        measured = await self._text_call(turn, ToolName.RUN_BENCHMARK, {})
+        turn.user.text += "; benchmarked: " + result_text(ToolName.RUN_BENCHMARK, measured)
+        self._account(ToolCall(id="text-bench", name=ToolName.RUN_BENCHMARK, arguments={}), measured, turn)
         return turn
 
     def _text_result(self, tool: str, outcome: ToolOutcome, used: int) -> str:
@@ -372,13 +366,13 @@ class StatefulAgent(Agent):
         DONE or "Done: The code was optimized..."."""
         if outcome.ok:
             self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
-        if outcome.ok and tool in EDIT_TOOLS:
+        if outcome.ok and tool in CHANGE_TOOLS:
             return result_text(tool, outcome)
         return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, used)}"
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""
-        outcome = await self.rc.call(tool, {**arguments, "run_id": self.run_id})
+        outcome = await self.rc.call_tool(tool, {**arguments, "run_id": self.run_id})
         if not outcome.ok:
             self.failures += 1
             self.refused(outcome)

@@ -16,13 +16,15 @@ from autoresearch_mcp.client.check import (
     finish,
 )
 from autoresearch_mcp.client.connect import ResearchClient
-from autoresearch_mcp.client.focus import lines_line, time_line
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import CodeVersion, benchmark_text, stateless_code, stateless_hpo
 from autoresearch_mcp.client.replies import function_versions, parse_code, parse_json_object, says_done
-from autoresearch_mcp.contract.models import ArtifactInfo, Experiment, ExperimentResult
+from autoresearch_mcp.contract.arguments import GetCurrentTrainPyArgs, RunBenchmarkArgs, RunExperimentArgs
+from autoresearch_mcp.contract.code_focus import lines_line, time_line
+from autoresearch_mcp.contract.models import Experiment, ExperimentResult
 from autoresearch_mcp.contract.profile import Profile
+from autoresearch_mcp.contract.tools import ToolName
 
 
 class StatelessAgent(Agent):
@@ -48,7 +50,7 @@ class StatelessAgent(Agent):
         # experiments already: the history this baseline keeps starts with them.
         earlier = await self.rc.history(self.run_id)
         if code_task:
-            current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
+            current = await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))
             headline, block = "original", self.config.task.agent.stateless.not_run
             if earlier:
                 last = earlier[-1]
@@ -105,7 +107,7 @@ class StatelessAgent(Agent):
             return None
         if isinstance(params.get("params"), dict):
             params = params["params"]
-        outcome = await self.rc.call("run_experiment", {"params": params, "run_id": self.run_id})
+        outcome = await self.rc.call(RunExperimentArgs(params=params, run_id=self.run_id))
         if not outcome.ok:
             self.failures += 1
             self.refused(outcome)
@@ -132,18 +134,17 @@ class StatelessAgent(Agent):
         description = f"stateless iteration {iteration}"
         files = self.config.task.files if len(self.config.task.files) > 1 else None
         calls = [
-            ("replace_function", {"name": name, "source": source, "description": description})
+            (ToolName.REPLACE_FUNCTION, {"name": name, "source": source, "description": description})
             for name, source in function_versions(code, self.source, files) or []
-        ] or [("modify_train_py", {"source": code, "description": description})]
-        for tool, arguments in calls:  # a function's new version, or the whole file
-            changed = await self.rc.call(tool, {**arguments, "run_id": self.run_id})
+        ] or [(ToolName.MODIFY_TRAIN_PY, {"source": code, "description": description})]
+        for tool, arguments in calls:  # the model's code as it sent it (the server judges it)
+            changed = await self.rc.call_tool(tool, {**arguments, "run_id": self.run_id})
             if not changed.ok:
                 self.failures += 1
                 self.refused(changed)
                 return None
-        current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
-        self.source = current.source or ""
-        outcome = await self.rc.call("run_benchmark", {"run_id": self.run_id})
+        self.source = (await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))).source or ""
+        outcome = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
         if not outcome.ok:
             self.failures += 1
             self.refused(outcome)

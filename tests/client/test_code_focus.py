@@ -2,8 +2,8 @@
 not the whole file; a function the request already holds is named, not sent again. And how a python
 block of some functions becomes replace_function calls (client/replies.py)."""
 
-from autoresearch_mcp.client.focus import Failure, changed_functions, focus_text, in_focus
 from autoresearch_mcp.client.replies import function_versions, read_text_reply
+from autoresearch_mcp.contract.code_focus import Failure, changed_functions, focus_text, in_focus
 from autoresearch_mcp.contract.functions import find_function, replace_function
 from autoresearch_mcp.contract.profile import FunctionTime, LineTime, Profile
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE

@@ -1,4 +1,4 @@
-"""What a code turn shows the model of train.py: where the time goes, and the function to work on.
+"""What a code turn shows the model of train.py (our agent, and a server focused on one task): where the time goes, and the function to work on.
 
 Not the whole file: the profile (each function's share of the time, the hottest function's slowest
 lines) and the source of the function in focus, which is, in this order:
@@ -21,7 +21,8 @@ from autoresearch_mcp.contract.profile import Profile
 SHOWN_SHARES = 5  # functions named in the time line, hottest first
 SHOWN_LINES = 3  # the hottest function's slowest lines named
 LINE_CHARS = 50
-WHOLE_FILE_LINES = 40  # a file this short is shown whole when no function can be singled out
+WHOLE_FILE_LINES = 40
+FAILURE_CHARS = 400  # of the failed version's error headline  # a file this short is shown whole when no function can be singled out
 _FAILED_AT = re.compile(r" at line (?P<line>\d+)(?: \((?P<name>[\w<>.:]+)\))?")
 
 
