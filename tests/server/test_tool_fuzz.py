@@ -47,12 +47,13 @@ from toy_task import SOURCE
 CALL_TIMEOUT_S = 60.0  # a "hang": far above the slowest legitimate call here (a job wait of ~1 s)
 READ_TOOLS = frozenset(
     {"list_runs", "get_experiment_history", "get_run_summary", "get_current_train_py", "get_job"}
-    | {"query_results"}
+    | {"query_results", "profile_train_py"}
 )
 # In this order: tools that change which run is current or stop it come last.
 WRITE_TOOLS = (
     "add_note",
     "modify_train_py",
+    "replace_function",
     "revert_train_py",
     "run_experiment",
     "run_benchmark",
@@ -275,6 +276,9 @@ VALID_CALLS: dict[str, list[dict[str, Any]]] = {
             "edits": [{"search": "import time\n", "replace": "import time\nimport math\n"}],
         },
     ],
+    "replace_function": [
+        {"name": "score", "source": "def score(params):\n    return -abs(params['x'] - 0.3)\n"}
+    ],
     "revert_train_py": [{"version": 1}],
     "run_experiment": [{"params": {"x": 0.1, "y": 0.2}}, {"params": {"x": 9.0, "y": 1.0}, "note": "crashes"}],
     "submit_training_job": [{"params": {"x": 0.7, "sleep": 0.01}}],
@@ -413,6 +417,9 @@ def well_formed(hints: dict[str, st.SearchStrategy[Any]]) -> dict[str, st.Search
         ),
         "modify_train_py": st.fixed_dictionaries({"description": text, "source": hints["source"]})
         | st.fixed_dictionaries({"description": text, "edits": hints["edits"]}),
+        "replace_function": st.fixed_dictionaries(
+            {"name": st.sampled_from(["score", "nope", "time"]), "source": hints["source"]}
+        ),
         "revert_train_py": st.fixed_dictionaries({"version": st.integers(1, 4)}),
         "run_experiment": st.fixed_dictionaries({"params": hints["params"]}, optional={"note": text}),
         "run_benchmark": run,
