@@ -3,7 +3,8 @@
 Tool definitions are re-sent on every call (cacheable, but still paid for), so the agent offers only
 the tools its task's profile names, strips what the model never sets (run_id and the profile's fixed
 arguments: the agent fills them in; its dropped arguments), and keeps only the names and types of the
-task's parameters.
+task's parameters. A tool left with `params` alone takes the params at the top level (the agent nests
+them under `params` for the server): fewer tokens each way, and the shape small models write anyway.
 """
 
 from typing import Any
@@ -74,8 +75,22 @@ def agent_tools(mcp_tools: list[Any], task: TaskInfo) -> list[ToolSpec]:
         properties = {k: v for k, v in schema.get("properties", {}).items() if k not in hidden}
         if "params" in properties:
             properties["params"] = params_for_model(task.params_schema)
+        description = profile.tool_descriptions.get(name) or _first_sentence(tool.description or name)
+        if set(properties) == {"params"}:
+            flat = params_for_model(task.params_schema)
+            specs.append(ToolSpec(name=name, description=description, input_schema=flat, nest="params"))
+            continue
         compact = _compact({**schema, "properties": properties}, defs)
         compact["required"] = [r for r in schema.get("required", []) if r not in hidden]
-        description = profile.tool_descriptions.get(name) or _first_sentence(tool.description or name)
         specs.append(ToolSpec(name=name, description=description, input_schema=compact))
     return specs
+
+
+def server_arguments(spec: ToolSpec | None, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments for the server's tool: a flat tool's under its `nest` (a reply that nested them
+    itself is taken as it is)."""
+    if spec is None or spec.nest is None:
+        return arguments
+    if set(arguments) == {spec.nest} and isinstance(arguments[spec.nest], dict):
+        return arguments
+    return {spec.nest: arguments}
