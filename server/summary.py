@@ -112,16 +112,17 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     differs from it, so a caller can send only its changes (run_experiment with base="best")."""
     goal = "higher" if task.direction == "max" else "lower"
     target = f", target {'>=' if task.direction == 'max' else '<='}{run.target:g}" if run.target else ""
-    lines = [
-        f"{task.name}: {run.status}, {run.used}/{run.budget} used, {goal} {task.metric} is better{target}"
-    ]
+    has_params = bool(task.params_model.model_fields)
+    # A params run that is running needs no name or status: the model knows what it tunes (every
+    # token here is re-sent each turn).
+    head = "" if has_params and run.status == "running" else f"{task.name}: {run.status}, "
+    lines = [f"{head}{run.used}/{run.budget} used, {goal} {task.metric} is better{target}"]
     best = store.best_experiment(run.id, run.direction)
     current = store.artifacts.latest_version(run.id)
     recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)
     # Only the versions this summary names: reading every version (each a whole train.py) grew with
     # the run on a code task.
     versions = store.artifacts.descriptions(run.id, {current, *(exp.artifact_version for exp in recent)})
-    has_params = bool(task.params_model.model_fields)
     if best is None or best.metric is None:
         # Left out, params take the defaults (the task's params schema lists them): params {} is a
         # sound first experiment.
@@ -165,7 +166,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         lines.append("Counts: " + ", ".join(tally))
     if has_params and recent:
         lines.append(
-            f"Change at least one value of the best, e.g. {least_varied(store, run, earlier, task, best.params if best else {})}."
+            f"Change at least one value, e.g. {least_varied(store, run, earlier, task, best.params if best else {})}."
         )
     return "\n".join(lines)
 

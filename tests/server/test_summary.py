@@ -74,7 +74,7 @@ def test_the_summary_has_the_same_token_size_after_10_and_after_1000_experiments
     for text in (small_text, large_text):
         assert text.count("\n#") == 3  # the last 3 experiments, one line each
         assert "Best macro_f1=" in text and "Counts: ok" in text
-        assert text.splitlines()[-1].startswith("Change at least one value of the best, e.g. ")
+        assert text.splitlines()[-1].startswith("Change at least one value, e.g. ")
         assert "Strategy: phase" in text and "Failed: depth above" in text
 
 
@@ -98,7 +98,7 @@ def test_the_best_shows_as_its_changes_from_the_defaults_and_recent_lines_as_cha
     assert "\nLast (vs best):\n#1 0.7000 max_depth=8\n#2 (best)\n#3 0.7200 max_depth=8 gamma=1\n" in text
     # Seven params took one value each; with 3 experiments run, the rotation over them names the
     # fourth (colsample_bytree), as the summary's last line: the change to make, with no number in it.
-    assert text.endswith("\nChange at least one value of the best, e.g. raise or lower colsample_bytree.")
+    assert text.endswith("\nChange at least one value, e.g. raise or lower colsample_bytree.")
     assert "Counts:" not in text  # all ok, nothing refused: the first line says as much
 
 
@@ -215,4 +215,4 @@ def test_the_change_to_make_is_the_last_line_after_the_counts(settings):
     lines = render_summary(store, store.get_run(run.id), task).splitlines()
     # What the model reads right before its reply is the change to make.
     assert lines[-2].startswith("Counts: ok 1, crash 1")
-    assert lines[-1].startswith("Change at least one value of the best, e.g. ")
+    assert lines[-1].startswith("Change at least one value, e.g. ")

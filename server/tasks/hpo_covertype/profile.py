@@ -26,9 +26,9 @@ def profile(params: type[BaseModel]) -> AgentProfile:
         # Every word is re-sent on every call: the summary says what is best and what to change,
         # this says only how to reply and the ranges (with the defaults the Best line is told from).
         system_prompt=(
-            "You tune XGBoost. Call run_experiment with only the params you change from the best (the "
-            "rest keep the best's values); never repeat a tried configuration. Ranges (default): "
-            f"{search_space(params)}. No idea left: reply DONE: <reason>."
+            "Tune XGBoost: call run_experiment with only the params you change from the best; never "
+            f"repeat a configuration. Ranges (default): {search_space(params)}. No idea left: reply "
+            "DONE: <reason>."
         ),
         tools=["run_experiment"],
         how=(
@@ -38,9 +38,7 @@ def profile(params: type[BaseModel]) -> AgentProfile:
         ),
         fixed_arguments={"run_experiment": {"base": "best"}},
         dropped_arguments={"run_experiment": ["note"]},
-        tool_descriptions={
-            "run_experiment": "Train and score the best configuration changed by these params."
-        },
+        tool_descriptions={"run_experiment": "Train the best configuration with these changes."},
         turn="Next?",
         # The paper's runner's words, line for line.
         stateless=StatelessWords(
