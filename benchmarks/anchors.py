@@ -26,7 +26,7 @@ from typing import Any
 import optuna
 
 from autoresearch_mcp.client.llm.scripted import ParamSpace
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 
@@ -44,22 +44,22 @@ def suggest(trial: optuna.Trial, space: ParamSpace) -> dict[str, Any]:
     return params
 
 
-def run_study(service: RunService, method: str, seed: int, trials: int) -> dict[str, Any]:
+def run_study(service: Research, method: str, seed: int, trials: int) -> dict[str, Any]:
     sampler = (
         optuna.samplers.TPESampler(seed=seed) if method == "tpe" else optuna.samplers.RandomSampler(seed=seed)
     )
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    run, _ = service.start_run(
+    run, _ = service.runs.start_run(
         "hpo-covertype", budget=trials, target=None, seed=seed, name=f"anchor {method} {seed}"
     )
-    info = service.task("hpo-covertype").info()
+    info = service.tasks("hpo-covertype").info()
     space = ParamSpace(info.params_schema, info.scripted)
     curve: list[float] = []
     started = time.monotonic()
     for _ in range(trials):
         trial = study.ask()
         params = suggest(trial, space)
-        exp = service.run_experiment(run.id, params, f"{method} trial {trial.number}").experiment
+        exp = service.experiments.run_experiment(run.id, params, f"{method} trial {trial.number}").experiment
         value = exp.metric if exp.status == "ok" and exp.metric is not None else 0.0
         study.tell(trial, value)
         curve.append(max(curve[-1], value) if curve else value)
@@ -83,7 +83,7 @@ def study_in_process(
     settings = ServerSettings(db_path=db, covtype_path=data, hpo_threads=threads)
     store = Store(settings.db_path)
     try:
-        return run_study(RunService(store, settings), method, seed, trials)
+        return run_study(Research(settings, store).open(), method, seed, trials)
     finally:
         store.close()
 

@@ -31,7 +31,9 @@ from autoresearch_mcp.client.llm.openai_backend import OpenAILLM
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply
 from autoresearch_mcp.client.stateful import StatefulAgent
+from autoresearch_mcp.contract.arguments import RevertTrainPyArgs, RunBenchmarkArgs, StartRunArgs
 from autoresearch_mcp.contract.errors import error_headline
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
@@ -47,12 +49,12 @@ async def outcome_of(rc: ResearchClient, run_id: str, text: str, current: str) -
         arguments["edits"] = [{"search": s, "replace": r} for s, r in reply.edits]
     else:
         arguments["source"] = reply.source
-    changed = await rc.call("modify_train_py", arguments)
+    changed = await rc.call_tool(ToolName.MODIFY_TRAIN_PY, arguments)
     if not changed.ok:
         kind = changed.refusal.kind if changed.refusal else "error"
         return {"outcome": f"edit_refused:{kind}", "why": changed.text[:300]}
-    measured = await rc.call("run_benchmark", {"run_id": run_id})
-    await rc.call("revert_train_py", {"version": 1, "run_id": run_id})
+    measured = await rc.call(RunBenchmarkArgs(run_id=run_id))
+    await rc.call(RevertTrainPyArgs(version=1, run_id=run_id))
     if not measured.ok:
         return {"outcome": "benchmark_refused", "why": measured.text[:300]}
     exp = (measured.data or {}).get("experiment", {})
@@ -89,8 +91,7 @@ async def main(argv: list[str] | None = None) -> int:
         with Research(settings) as research:
             async with Client(build_server(research), raise_exceptions=True) as client:
                 rc = ResearchClient(client)
-                started = await rc.must("start_run", {"task": "codeopt-records", "budget": 1000, "seed": 1})
-                run_id = started["run_id"]
+                run_id = (await rc.result(StartRunArgs(task="codeopt-records", budget=1000, seed=1))).run_id
                 task = await rc.task("codeopt-records")
                 config = AgentConfig(
                     task=task,
@@ -102,8 +103,7 @@ async def main(argv: list[str] | None = None) -> int:
                 transcript = Transcript(run_id, "stateful", llm=sampler, path=Path(tmp) / "t.jsonl")
                 await StatefulAgent(rc, transcript, run_id, config).run()
                 # The agent finished the run when the sampler stopped it; a new run takes the edits.
-                started = await rc.must("start_run", {"task": "codeopt-records", "budget": 1000, "seed": 1})
-                run_id = started["run_id"]
+                run_id = (await rc.result(StartRunArgs(task="codeopt-records", budget=1000, seed=1))).run_id
                 current = await rc.train_py(run_id)
                 totals: dict[str, int] = {}
                 for i, reply in enumerate(sampler.replies, 1):

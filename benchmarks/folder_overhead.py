@@ -47,18 +47,19 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AUTORESEARCH_DATA_DIR"] = tmp
-        from autoresearch_mcp.server.runs import RunService
+        from autoresearch_mcp.server.research import Research
         from autoresearch_mcp.server.settings import ServerSettings
-        from autoresearch_mcp.server.store import Store
 
         folder = Path(tmp) / "overhead"
         folder.mkdir()
         (folder / "train.py").write_text(SCRIPT)
         (folder / "autoresearch.toml").write_text(TOML)
         settings = ServerSettings(db_path=Path(tmp) / "runs.db", task_dirs=[str(folder)])
-        service = RunService(Store(settings.db_path), settings)
-        run, _ = service.start_run("overhead", args.repeats + 1, None, 1, None)
-        service.run_experiment(run.id, {"x": -1.0}, None)  # warm: imports, the first database writes
+        service = Research(settings).open()
+        run, _ = service.runs.start_run("overhead", args.repeats + 1, None, 1, None)
+        service.experiments.run_experiment(
+            run.id, {"x": -1.0}, None
+        )  # warm: imports, the first database writes
         direct, served = [], []
         for i in range(args.repeats):
             env = {**os.environ, "AUTORESEARCH_PARAMS": json.dumps({"x": float(i)})}
@@ -66,7 +67,7 @@ def main() -> int:
             subprocess.run([sys.executable, "train.py"], cwd=folder, env=env, check=True, capture_output=True)
             direct.append(time.perf_counter() - started)
             started = time.perf_counter()
-            result = service.run_experiment(run.id, {"x": float(i)}, None)
+            result = service.experiments.run_experiment(run.id, {"x": float(i)}, None)
             served.append(time.perf_counter() - started)
             assert result.experiment.status == "ok", result.experiment.error_tail
     d, s = statistics.median(direct), statistics.median(served)

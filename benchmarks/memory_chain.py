@@ -59,8 +59,8 @@ from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.compare import pack_transcripts
 from autoresearch_mcp.client.connect import ResearchClient, connect
 from autoresearch_mcp.client.run_cmd import run_session, spawn_args
+from autoresearch_mcp.contract.arguments import FinishRunArgs, RunExperimentArgs, StartRunArgs
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import ExperimentResult, StartedRun
 from autoresearch_mcp.contract.transcript import load_transcript, totals
 
 TOLERANCE = 0.002  # the chained pair should reach the single long run's best within this much
@@ -250,13 +250,13 @@ async def recheck(args: argparse.Namespace, seed_result: dict[str, Any]) -> dict
                 "seed": other,
                 "name": f"memory-chain re-check of seed {seed}'s bests on seed {other}",
             }
-            started = await rc.typed("start_run", arguments, StartedRun)
+            started = await rc.result(StartRunArgs(**arguments))
             reason = "re-check stopped part way"
             try:
                 for values, (params, labels) in zip(metrics, configs, strict=True):
-                    call = {"run_id": started.run_id, "params": params, "base": "defaults"}
-                    call["note"] = f"re-check: the best of {', '.join(labels)} (seed {seed})"
-                    result = await rc.typed("run_experiment", call, ExperimentResult)
+                    note = f"re-check: the best of {', '.join(labels)} (seed {seed})"
+                    call = RunExperimentArgs(run_id=started.run_id, params=params, base="defaults", note=note)
+                    result = await rc.result(call)
                     if result.experiment.metric is None:
                         raise RecheckError(
                             f"the best of {', '.join(labels)} (seed {seed}) ended"
@@ -265,7 +265,7 @@ async def recheck(args: argparse.Namespace, seed_result: dict[str, Any]) -> dict
                     values.append(result.experiment.metric)
                 reason = "re-check done"
             finally:  # no re-check run is left open, however this one ends
-                await rc.must("finish_run", {"run_id": started.run_id, "reason": reason})
+                await rc.result(FinishRunArgs(run_id=started.run_id, reason=reason))
     runs = {
         label: {
             "params": params,

@@ -31,7 +31,7 @@ from typing import Any
 
 from autoresearch_mcp.contract.edits import apply_edits
 from autoresearch_mcp.contract.models import Experiment
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records.records import make_records
@@ -106,9 +106,9 @@ class Rules:
         return today, stored
 
 
-def benchmark(service: RunService, run_id: str, source: str, description: str) -> Experiment:
-    service.modify_artifact(run_id, description, source, None)
-    result = service.run_benchmark(run_id)
+def benchmark(service: Research, run_id: str, source: str, description: str) -> Experiment:
+    service.train_py.modify_train_py(run_id, description, source, None)
+    result = service.experiments.run_benchmark(run_id)
     assert result.experiment.status == "ok", result.experiment.error_tail
     return result.experiment
 
@@ -117,8 +117,8 @@ def interval(metrics: dict[str, float], key: str) -> str:
     return f"{metrics[key]:.2f} [{metrics[f'{key}_low']:.2f}, {metrics[f'{key}_high']:.2f}]"
 
 
-def identical_variants(service: RunService, count: int) -> tuple[list[str], dict[str, int]]:
-    run, _ = service.start_run("codeopt-records", count + 1, None, 42, "noise: identical variants")
+def identical_variants(service: Research, count: int) -> tuple[list[str], dict[str, int]]:
+    run, _ = service.runs.start_run("codeopt-records", count + 1, None, 42, "noise: identical variants")
     best = benchmark(service, run.id, FASTEST, "the fastest version")
     rules = Rules(service.store, best)
     rows, kept = [], {"today": 0, "stored": 0, "now": 0}
@@ -141,10 +141,12 @@ def identical_variants(service: RunService, count: int) -> tuple[list[str], dict
     return header + rows, kept
 
 
-def real_rewrite(service: RunService, trials: int) -> tuple[list[str], dict[str, int]]:
+def real_rewrite(service: Research, trials: int) -> tuple[list[str], dict[str, int]]:
     rows, kept = [], {"today": 0, "stored": 0, "now": 0}
     for trial in range(1, trials + 1):
-        run, _ = service.start_run("codeopt-records", 2, None, 42 + trial, f"noise: real rewrite {trial}")
+        run, _ = service.runs.start_run(
+            "codeopt-records", 2, None, 42 + trial, f"noise: real rewrite {trial}"
+        )
         best = benchmark(service, run.id, SLOWER, "top three by a full sort")
         rules = Rules(service.store, best)
         exp = benchmark(service, run.id, FASTEST, "top three by threshold and compress")
@@ -176,7 +178,7 @@ def main() -> None:
     )
     spread = [reference["fastest"] / reference[f"v{k}"] for k in range(1, args.variants + 1)]
     with tempfile.TemporaryDirectory() as tmp:
-        service = RunService(Store(Path(tmp) / "runs.db"), ServerSettings(db_path=Path(tmp) / "runs.db"))
+        service = Research(ServerSettings(db_path=Path(tmp) / "runs.db")).open()
         table_a, kept_a = identical_variants(service, args.variants)
         table_b, kept_b = real_rewrite(service, args.trials)
         service.store.close()

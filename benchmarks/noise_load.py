@@ -35,9 +35,8 @@ from typing import Any
 from noise_best import FASTEST, SLOWER  # beside this script (its directory is on the path)
 
 from autoresearch_mcp.contract.models import Experiment
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from autoresearch_mcp.server.tasks.intervals import LEVEL, SPEEDUP_LEVEL
 
@@ -58,10 +57,10 @@ def spinner_source(spin: int, version: int) -> str:
 class Spinner(threading.Thread):
     """Another run on the same server, benchmarking a CPU-loop candidate again and again."""
 
-    def __init__(self, service: RunService, spin: int, name: str) -> None:
+    def __init__(self, service: Research, spin: int, name: str) -> None:
         super().__init__(daemon=True, name=name)
         self.service, self.spin = service, spin
-        self.run_id = service.start_run("codeopt-records", 10_000, None, 7, name)[0].id
+        self.run_id = service.runs.start_run("codeopt-records", 10_000, None, 7, name)[0].id
         self.halt = threading.Event()
         self.benchmarks = 0
 
@@ -69,14 +68,14 @@ class Spinner(threading.Thread):
         while not self.halt.is_set():
             self.benchmarks += 1
             source = spinner_source(self.spin, self.benchmarks)
-            self.service.modify_artifact(self.run_id, f"spin {self.benchmarks}", source, None)
-            self.service.run_benchmark(self.run_id)
+            self.service.train_py.modify_train_py(self.run_id, f"spin {self.benchmarks}", source, None)
+            self.service.experiments.run_benchmark(self.run_id)
 
 
-def benchmark(service: RunService, run_id: str, source: str | None, description: str) -> Experiment:
+def benchmark(service: Research, run_id: str, source: str | None, description: str) -> Experiment:
     if source is not None:
-        service.modify_artifact(run_id, description, source, None)
-    experiment = service.run_benchmark(run_id).experiment
+        service.train_py.modify_train_py(run_id, description, source, None)
+    experiment = service.experiments.run_benchmark(run_id).experiment
     assert experiment.status == "ok", experiment.error_tail
     return experiment
 
@@ -89,10 +88,10 @@ def contains_one(m: dict[str, float]) -> bool:
     return m["speedup_low"] <= 1.0 <= m["speedup_high"]
 
 
-def trial(service: RunService, number: int, spin: int) -> dict[str, Any]:
+def trial(service: Research, number: int, spin: int) -> dict[str, Any]:
     spinners = [Spinner(service, spin, f"spinner {number}.{k}") for k in (1, 2)]
-    a = service.start_run("codeopt-records", 5, None, 100 + number, f"A {number}")[0].id
-    d = service.start_run("codeopt-records", 3, None, 200 + number, f"D {number}")[0].id
+    a = service.runs.start_run("codeopt-records", 5, None, 100 + number, f"A {number}")[0].id
+    d = service.runs.start_run("codeopt-records", 3, None, 200 + number, f"D {number}")[0].id
     for spinner in spinners:
         spinner.start()
     time.sleep(3)  # both spinners' sandboxes started and spinning
@@ -180,7 +179,7 @@ def main() -> None:
     trials = []
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "runs.db"
-        service = RunService(Store(db), ServerSettings(db_path=db))
+        service = Research(ServerSettings(db_path=db)).open()
         for number in range(1, args.trials + 1):
             trials.append(trial(service, number, args.spin))
             print(f"trial {number}: {json.dumps(trials[-1])}", file=sys.stderr, flush=True)

@@ -46,6 +46,8 @@ from autoresearch_mcp.client.llm.openai_backend import OpenAILLM
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import repeat_hint
 from autoresearch_mcp.client.stateful import StatefulAgent, Turn
+from autoresearch_mcp.contract.arguments import RunExperimentArgs, StartRunArgs
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
@@ -158,15 +160,15 @@ def last_turn(history: list[dict[str, Any]], k: int, best_iteration: int, best_f
 async def refused_copy(rc: ResearchClient, run_id: str, best: dict[str, Any], schema: dict[str, Any]) -> Turn:
     """The turn of a model that copied the best configuration: its call, refused by the real server,
     and the agent's hint, as the agent would hold it."""
-    outcome = await rc.call("run_experiment", {"params": best, "base": "best", "run_id": run_id})
+    outcome = await rc.call(RunExperimentArgs(params=best, base="best", run_id=run_id))
     assert not outcome.ok, "the copy of the best was not refused"
     history = await rc.history(run_id)
     tried = {
         name: sorted({json.dumps(e.params[name]): e.params[name] for e in history}.values())
         for name in schema.get("properties", {})
     }
-    text = f"{outcome.text} {repeat_hint('run_experiment', best, tried, 0, schema)}"
-    call = ToolCall(id="probe-copy", name="run_experiment", arguments={"params": best})
+    text = f"{outcome.text} {repeat_hint(ToolName.RUN_EXPERIMENT, best, tried, 0, schema)}"
+    call = ToolCall(id="probe-copy", name=ToolName.RUN_EXPERIMENT, arguments={"params": best})
     return Turn(
         assistant=Message(role="assistant", tool_calls=[call]),
         user=Message(
@@ -190,8 +192,7 @@ async def probe(
         with Research(settings) as research:
             async with Client(build_server(research), raise_exceptions=True) as client:
                 rc = ResearchClient(client)
-                started = await rc.must("start_run", {"task": "hpo-covertype", "budget": 15, "seed": 1})
-                run_id = started["run_id"]
+                run_id = (await rc.result(StartRunArgs(task="hpo-covertype", budget=15, seed=1))).run_id
                 store = research.store
                 for row in history[:k]:
                     exp = store.reserve_experiment(run_id, row["params"], 1, None)

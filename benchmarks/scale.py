@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.store.db import canonical_json, sha256
@@ -206,13 +206,15 @@ def measure(n: int, workdir: Path, with_import: bool) -> dict[str, Any]:
     start = time.perf_counter()
     build(store, n)
     built = time.perf_counter() - start
-    service = RunService(store, ServerSettings(db_path=db))
-    service.summary(RUN_ID)  # warm
+    service = Research(ServerSettings(db_path=db), store).open()
+    service.runs.get_run_summary(RUN_ID)  # warm
     figures: dict[str, Any] = {
         "n": n,
         "build_s": built,
-        "summary_ms": median_ms(lambda: service.summary(RUN_ID)),
-        "history_ms": median_ms(lambda: service.history(RUN_ID, None, 0, "iteration", None)),
+        "summary_ms": median_ms(lambda: service.runs.get_run_summary(RUN_ID)),
+        "history_ms": median_ms(
+            lambda: service.experiments.get_experiment_history(RUN_ID, None, 0, "iteration", None)
+        ),
         "repeat_ms": median_ms(repeat_lookup(store)),
         **anyio.run(over_stdio, db),
     }

@@ -16,7 +16,7 @@ from autoresearch_mcp.client.task_folder import resolve_task_folder
 from autoresearch_mcp.contract.env import ENV_TOKEN, add_location_arguments
 from autoresearch_mcp.contract.errors import ResearchError
 
-MAX_THREADS = 256  # ServerSettings.hpo_threads' bound
+MAX_THREADS = 256  # the bound of hpo-covertype's own hpo_threads setting
 MAX_BUDGET = 10_000  # start_run's bound
 MAX_REEVAL_SEEDS = 10  # start_run's bound
 MAX_SEED = 2**31 - 1  # start_run's bound

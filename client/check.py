@@ -11,6 +11,7 @@ from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import ContextWindowError, LLMRequest, LLMResponse, billed_input
 from autoresearch_mcp.client.meter import Transcript, input_tokens
 from autoresearch_mcp.client.prompts import repeat_hint
+from autoresearch_mcp.contract.arguments import FinishRunArgs
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
 # "stopped": something other than this agent finished the run (a host's finish_run, the dashboard).
@@ -135,7 +136,7 @@ async def finish(
     assert stop is not None
     run = await rc.run(run_id)
     if run.status == "running":
-        await rc.call("finish_run", {"run_id": run_id, "reason": f"{stop[0]}: {stop[1]}"[:500]})
+        await rc.call(FinishRunArgs(run_id=run_id, reason=f"{stop[0]}: {stop[1]}"[:500]))
         run = await rc.run(run_id)
     return AgentResult(
         run_id=run_id,

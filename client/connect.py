@@ -1,7 +1,7 @@
-"""Connect the agent to the server: spawn it over stdio (default) or reach one over streamable HTTP."""
+"""Connect the agent to the server: spawn it over stdio (default) or reach one over streamable HTTP; and
+the typed client of its tools and resources."""
 
 import os
-import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,16 +11,23 @@ from typing import Any, TypeVar
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from autoresearch_mcp.contract.arguments import Arguments, GetExperimentHistoryArgs
 from autoresearch_mcp.contract.env import ENV_LOG_LEVEL, ENV_PREFIX, data_setting
 from autoresearch_mcp.contract.errors import REFUSAL_META, Refusal, ResearchError
-from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run, RunList, TaskInfo, TaskList
+from autoresearch_mcp.contract.models import (
+    Experiment,
+    Run,
+    RunList,
+    ScriptedPlan,
+    TaskInfo,
+    TaskList,
+)
+from autoresearch_mcp.contract.tools import TOOL_OF, ToolName, Uri
 
 M = TypeVar("M", bound=BaseModel)
-
-# "Error executing tool start_run: 1 validation error for start_runArguments\n<field>\n  <problem>\n  ..."
-VALIDATION = re.compile(r"Error executing tool \w+: \d+ validation errors? for \w+\n(?P<rest>.*)", re.S)
+A = TypeVar("A", bound=Arguments[Any])
 
 # The SDK's stdio client passes only an allow-list of variables; the server also needs these.
 FORWARDED_EXACT = ("SCIKIT_LEARN_DATA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH")
@@ -64,28 +71,43 @@ def stdio_params(
     return StdioServerParameters(command=sys.executable, args=args + (extra_args or []), env=env)
 
 
-def condensed(text: str) -> str:
-    """A refusal on one line; the SDK's argument validation dump becomes `field: problem`."""
-    match = VALIDATION.match(text)
-    if match:
-        fields = [
-            f"{name}: {problem.split(' [type=')[0]}"
-            for name, problem in zip(
-                match["rest"].splitlines()[::3], match["rest"].splitlines()[1::3], strict=False
-            )
-        ]
-        text = "; ".join(" ".join(field.split()) for field in fields) or text
-    return " ".join(text.split())
+def tool_arguments(model: type[A], values: dict[str, Any]) -> A:
+    """A tool's arguments from values a caller gathered; one out of range is refused in one line, as
+    the server would refuse it, before anything is sent."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ResearchError(f"{TOOL_OF[model].name} refused: {problems}") from None
 
 
 class ResearchClient:
-    """The few calls the agent makes, over any MCP transport."""
+    """The server's tools and resources, typed by the contract's table (contract/tools.py), over any
+    MCP transport. A call is made by its arguments model, which names its tool and its result."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
-        result = await self.client.call_tool(tool, arguments)
+    async def call(self, args: Arguments[Any]) -> ToolOutcome:
+        """The tool of `args`, with what was set in them; a refusal is an outcome, not an error."""
+        tool = TOOL_OF[type(args)]
+        return await self.call_tool(tool.name, args.model_dump(mode="json", exclude_unset=True))
+
+    async def result(self, args: Arguments[M]) -> M:
+        """The tool of `args`, which must succeed: its result as the contract's model, or the refusal
+        raised as a ResearchError (its kind and detail kept)."""
+        tool = TOOL_OF[type(args)]
+        outcome = await self.call(args)
+        if not outcome.ok:
+            refusal = outcome.refusal or Refusal(kind="bad_argument", message=outcome.text)
+            one_line = " ".join(outcome.text.split())
+            raise ResearchError(f"{tool.name} refused: {one_line}", kind=refusal.kind, detail=refusal.detail)
+        return outcome.as_model(tool.result)  # type: ignore[return-value]
+
+    async def call_tool(self, name: ToolName | str, arguments: dict[str, Any]) -> ToolOutcome:
+        """A tool by name with arguments as a model sent them (the agent passes its model's calls on
+        unchanged: the server, not the client, judges them)."""
+        result = await self.client.call_tool(str(name), arguments)
         text = "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
         if not result.is_error:
             return ToolOutcome(ok=True, text=text, data=result.structured_content)
@@ -96,61 +118,49 @@ class ResearchClient:
             refusal = Refusal(kind="bad_argument", message=text)
         return ToolOutcome(ok=False, text=refusal.message, data=None, refusal=refusal)
 
-    async def typed(self, tool: str, arguments: dict[str, Any], model: type[M]) -> M:
-        """Call a tool that must succeed and read its result as a contract model."""
-        outcome = await self.call(tool, arguments)
-        if not outcome.ok:
-            refusal = outcome.refusal or Refusal(kind="bad_argument", message=outcome.text)
-            raise ResearchError(
-                f"{tool} refused: {condensed(outcome.text)}", kind=refusal.kind, detail=refusal.detail
-            )
-        return outcome.as_model(model)
-
-    async def must(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = await self.call(tool, arguments)
-        if not outcome.ok or outcome.data is None:
-            raise ResearchError(f"{tool} refused: {condensed(outcome.text)}")
-        return outcome.data
+    async def _read(self, uri: str) -> str:
+        contents = (await self.client.read_resource(uri)).contents
+        return contents[0].text  # type: ignore[union-attr]
 
     async def summary(self, run_id: str) -> str:
-        contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}/summary")).contents
-        return contents[0].text  # type: ignore[union-attr]
+        return await self._read(Uri.SUMMARY.of(run_id=run_id))
 
     async def runs(self) -> list[Run]:
         """Every run the server keeps, newest first."""
-        contents = (await self.client.read_resource("autoresearch://runs")).contents
-        return RunList.model_validate_json(contents[0].text).runs  # type: ignore[union-attr]
+        return RunList.model_validate_json(await self._read(Uri.RUNS)).runs
 
     async def run(self, run_id: str) -> Run:
         """One run (the agent reads it every turn: one row, however many runs the server keeps)."""
         try:
-            contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}")).contents
+            text = await self._read(Uri.RUN.of(run_id=run_id))
         except MCPError:  # the resource answers an unknown run with "not found"
             raise ResearchError(
                 f"no run {run_id} on this server (`runs` lists them)", kind="unknown_run"
             ) from None
-        return Run.model_validate_json(contents[0].text)  # type: ignore[union-attr]
+        return Run.model_validate_json(text)
 
     async def tasks(self) -> list[TaskInfo]:
-        contents = (await self.client.read_resource("autoresearch://tasks")).contents
-        return TaskList.model_validate_json(contents[0].text).tasks  # type: ignore[union-attr]
+        return TaskList.model_validate_json(await self._read(Uri.TASKS)).tasks
 
     async def task(self, name: str) -> TaskInfo:
-        contents = (await self.client.read_resource(f"autoresearch://tasks/{name}")).contents
-        return TaskInfo.model_validate_json(contents[0].text)  # type: ignore[union-attr]
+        return TaskInfo.model_validate_json(await self._read(Uri.TASK.of(name=name)))
 
-    async def train_py(self, run_id: str) -> str:
-        contents = (await self.client.read_resource(f"autoresearch://runs/{run_id}/train.py")).contents
-        return contents[0].text  # type: ignore[union-attr]
+    async def scripted_plan(self, name: str) -> ScriptedPlan:
+        """What the scripted test double needs to play the task (only the double reads it)."""
+        return ScriptedPlan.model_validate_json(await self._read(Uri.SCRIPTED_PLAN.of(name=name)))
+
+    async def train_py(self, run_id: str, version: int | None = None) -> str:
+        """The current train.py, or one version of it."""
+        if version is None:
+            return await self._read(Uri.TRAIN_PY.of(run_id=run_id))
+        return await self._read(Uri.VERSION.of(run_id=run_id, version=version))
 
     async def history(self, run_id: str) -> list[Experiment]:
         """Every experiment of the run, in iteration order (read page by page)."""
         experiments: list[Experiment] = []
         offset: int | None = 0
         while offset is not None:
-            page = await self.typed(
-                "get_experiment_history", {"run_id": run_id, "offset": offset}, HistoryPage
-            )
+            page = await self.result(GetExperimentHistoryArgs(run_id=run_id, offset=offset))
             experiments += page.experiments
             offset = page.next_offset
         return experiments

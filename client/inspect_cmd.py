@@ -19,9 +19,10 @@ import anyio
 from autoresearch_mcp.client.agent_args import whole_number
 from autoresearch_mcp.client.connect import ResearchClient, connect
 from autoresearch_mcp.client.live import SCRIPTED_WHAT
+from autoresearch_mcp.contract.arguments import GetRunSummaryArgs, QueryResultsArgs
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import Experiment, QueryResult, Run, RunStatus, SummaryText
+from autoresearch_mcp.contract.models import Experiment, Run, RunStatus
 
 RUN_ID = re.compile(r"^r-[0-9a-f]{10}$")
 
@@ -206,7 +207,7 @@ async def edit_descriptions(rc: ResearchClient, run_id: str) -> dict[int, str]:
     if not RUN_ID.match(run_id):
         return {}
     sql = f"SELECT version, description FROM v_artifacts WHERE run_id = '{run_id}' ORDER BY version"
-    result = await rc.typed("query_results", {"sql": sql, "max_rows": 1000}, QueryResult)
+    result = await rc.result(QueryResultsArgs(sql=sql, max_rows=1000))
     return {int(version): str(description) for version, description in result.rows}
 
 
@@ -220,7 +221,7 @@ def changes(exp: Experiment, best: dict[str, Any] | None) -> str:
 
 async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     run = await resolve_run(rc, args.run_id)
-    summary = await rc.typed("get_run_summary", {"run_id": run.id}, SummaryText)
+    summary = await rc.result(GetRunSummaryArgs(run_id=run.id))
     history = await rc.history(run.id)
     print(f"run {run.id}  {run.name or ''}".rstrip())
     print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")

@@ -18,8 +18,9 @@ from pathlib import Path
 import anyio
 
 from autoresearch_mcp.client.connect import connect
+from autoresearch_mcp.contract.arguments import GetExperimentHistoryArgs
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import Experiment, HistoryPage, Run
+from autoresearch_mcp.contract.models import Experiment, Run
 
 PROG = "autoresearch-mcp"
 # Flags of `run` that describe the run itself (the resumed run keeps its own) or hold a secret.
@@ -61,7 +62,7 @@ async def _stored(args: argparse.Namespace, run_id: str) -> tuple[Run, Experimen
         server_url=args.server_url, token=args.token, db=args.db, data=args.data, log_level="ERROR"
     ) as rc:
         run = await rc.run(run_id)
-        page = await rc.typed("get_experiment_history", {"run_id": run_id, "last": 1}, HistoryPage)
+        page = await rc.result(GetExperimentHistoryArgs(run_id=run_id, last=1))
     return run, page.experiments[-1] if page.experiments else None
 
 

@@ -23,9 +23,9 @@ from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.contract.env import default_db_path
 from autoresearch_mcp.contract.models import ExperimentResult, Run
+from autoresearch_mcp.contract.tools import EXPERIMENT_TOOLS, ToolName
 from autoresearch_mcp.contract.transcript import budget_share, load_transcript, totals
 
-EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 PROG = "autoresearch-mcp"
 SCRIPTED_WHAT = "a deterministic test double, no language model was used"
 SCRIPTED_NOTE = f"scripted backend: {SCRIPTED_WHAT}"
@@ -87,7 +87,7 @@ class LiveView:
             params = arguments.get("params")
             what = f" {short_params(params)}" if isinstance(params, dict) and params else ""
             self._now(f"experiment #{self.last_iteration + 1} training ({tool}{what})")
-        elif tool not in ("get_experiment_history", "get_run_summary"):
+        elif tool not in (ToolName.GET_EXPERIMENT_HISTORY, ToolName.GET_RUN_SUMMARY):
             self._now(f"calling {tool}")
 
     def tool_ended(self, tool: str, outcome: ToolOutcome) -> None:
@@ -230,8 +230,8 @@ class ObservedClient(ResearchClient):
         super().__init__(rc.client)
         self.view = view
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
-        self.view.tool_started(tool, arguments)
-        outcome = await super().call(tool, arguments)
-        self.view.tool_ended(tool, outcome)
+    async def call_tool(self, name: ToolName | str, arguments: dict[str, Any]) -> ToolOutcome:
+        self.view.tool_started(name, arguments)
+        outcome = await super().call_tool(name, arguments)
+        self.view.tool_ended(name, outcome)
         return outcome

@@ -12,6 +12,7 @@ from autoresearch_mcp.client.replies import says_done
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, TaskInfo
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
@@ -72,19 +73,13 @@ def repeat_hint(
     the task, in schema order, with how many distinct values it took so far (both from the refusal's
     detail). The param named rotates with each refusal over the least varied ones first; capable
     models never repeat, so never see it."""
-    if tool == "run_benchmark":
+    if tool == ToolName.RUN_BENCHMARK:
         return "This version of train.py is already benchmarked: change it with modify_train_py first."
     names = least_varied_first(distinct) or sorted(params)
     if not names:
         return "Set at least one parameter to a value not tried yet."
     name = names[refusals % len(names)]
     return f"Change at least one value this time, e.g. {change_of(name, bounds_of(schema or {}, name), params.get(name))}."
-
-
-def stateful_turn(summary: str, request: str, code: str | None = None) -> str:
-    """The per-turn message: the summary, the current train.py in a code task, the request."""
-    shown = f"\ntrain.py (current):\n```python\n{code.rstrip()}\n```" if code is not None else ""
-    return f"{summary}{shown}\n{request}"
 
 
 # -- the stateless baseline, in the paper's format -------------------------------------------------

@@ -17,15 +17,16 @@ from rich.live import Live
 
 from autoresearch_mcp.client.agent_args import add_agent_arguments, check_agent_args, seed_arg
 from autoresearch_mcp.client.check import AgentConfig, AgentResult
-from autoresearch_mcp.client.connect import ResearchClient, connect
+from autoresearch_mcp.client.connect import ResearchClient, connect, tool_arguments
 from autoresearch_mcp.client.interrupted import PROG, RunHandle, interrupted_line
 from autoresearch_mcp.client.live import LiveView, ObservedClient, final_panel, result_lines
 from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
+from autoresearch_mcp.contract.arguments import GetExperimentHistoryArgs, StartRunArgs
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import HistoryPage, Run, StartedRun, TaskInfo
+from autoresearch_mcp.contract.models import Run, ScriptedPlan, StartedRun, TaskInfo
 
 
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -50,8 +51,15 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     parser.set_defaults(func=functools.partial(main, parser=parser))
 
 
-def build_llm(args: argparse.Namespace, seed: int, task: TaskInfo | None = None, original: str = "") -> LLM:
-    """The backend `args` name; the scripted double also gets the task as the server describes it."""
+def build_llm(
+    args: argparse.Namespace,
+    seed: int,
+    task: TaskInfo | None = None,
+    original: str = "",
+    plan: ScriptedPlan | None = None,
+) -> LLM:
+    """The backend `args` name; the scripted double also gets the task as the server describes it, and
+    the server's plan for the double."""
     return make_llm(
         args.llm,
         model=args.model,
@@ -59,6 +67,7 @@ def build_llm(args: argparse.Namespace, seed: int, task: TaskInfo | None = None,
         base_url=args.base_url,
         seed=seed,
         task=task,
+        plan=plan,
         original=original,
         prompt_caching=args.prompt_caching,
         tool_choice=args.tool_choice,
@@ -155,7 +164,7 @@ async def run_session(
                 started = await start(rc, arguments, args)
                 run = await rc.run(started.run_id)
                 description = started.task_description
-            page = await rc.typed("get_experiment_history", {"run_id": run.id, "last": 1}, HistoryPage)
+            page = await rc.result(GetExperimentHistoryArgs(run_id=run.id, last=1))
             last_iteration = max((e.iteration for e in page.experiments), default=0)
             if handle is not None:
                 handle.run_id, handle.seen = run.id, last_iteration
@@ -163,7 +172,8 @@ async def run_session(
                 progress.started(run, last_iteration)
                 rc = ObservedClient(rc, progress)
             if llm is None:
-                llm = build_llm(args, seed, task, await rc.train_py(run.id))
+                plan = await rc.scripted_plan(task.name)
+                llm = build_llm(args, seed, task, await rc.train_py(run.id), plan)
             config = AgentConfig(
                 task=task,
                 iterations=max(1, run.budget - run.used),
@@ -194,7 +204,7 @@ async def run_session(
 async def start(rc: ResearchClient, arguments: dict[str, Any], args: argparse.Namespace) -> StartedRun:
     """start_run; a server without what the task needs says so to the operator, who is here."""
     try:
-        return await rc.typed("start_run", arguments, StartedRun)
+        return await rc.result(tool_arguments(StartRunArgs, arguments))
     except ResearchError as exc:
         operator = exc.detail.get("operator") if exc.kind == "unavailable" else None
         if not isinstance(operator, str):

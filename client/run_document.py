@@ -11,8 +11,9 @@ import math
 import re
 
 from autoresearch_mcp.client.connect import ResearchClient
+from autoresearch_mcp.contract.arguments import QueryResultsArgs
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import ArtifactVersion, Experiment, Note, QueryResult, Run
+from autoresearch_mcp.contract.models import ArtifactVersion, Experiment, Note, Run
 from autoresearch_mcp.contract.transfer import RunDocument
 
 RUN_ID = re.compile(r"^r-[0-9a-f]{10}$")  # what start_run makes: safe to write into a query
@@ -37,7 +38,7 @@ async def _rows(rc: ResearchClient, sql: str) -> list[list[object]]:
     rows: list[list[object]] = []
     while True:
         page = f"{sql} LIMIT {ROWS} OFFSET {len(rows)}"
-        result = await rc.typed("query_results", {"sql": page, "max_rows": ROWS}, QueryResult)
+        result = await rc.result(QueryResultsArgs(sql=page, max_rows=ROWS))
         rows += result.rows
         if len(result.rows) < ROWS:
             return rows
@@ -56,7 +57,7 @@ async def train_py_versions(rc: ResearchClient, run_id: str) -> list[ArtifactVer
         for i in range(0, len(starts), SLICES_PER_QUERY):
             columns = ", ".join(f"substr(source, {s}, {SLICE})" for s in starts[i : i + SLICES_PER_QUERY])
             sql = f"SELECT {columns} FROM v_artifacts WHERE run_id = '{run_id}' AND version = {int(str(version))}"
-            result = await rc.typed("query_results", {"sql": sql, "max_rows": 1}, QueryResult)
+            result = await rc.result(QueryResultsArgs(sql=sql, max_rows=1))
             parts += [str(cell) for cell in result.rows[0]]
         source = "".join(parts)
         if hashlib.sha256(source.encode()).hexdigest() != digest:

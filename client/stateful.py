@@ -34,16 +34,16 @@ from autoresearch_mcp.client.prompts import (
     NUDGE,
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
-    stateful_turn,
     text_format,
     text_nudge,
 )
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
 from autoresearch_mcp.client.tools import agent_tools, server_arguments
-from autoresearch_mcp.contract.errors import error_headline
+from autoresearch_mcp.contract.arguments import RunBenchmarkArgs
+from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
+from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolName
 
-EXPERIMENT_TOOLS = ("run_experiment", "run_benchmark")
 MAX_RESULT_CHARS = 3000
 
 
@@ -118,19 +118,10 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
     if not outcome.ok:
         return outcome.text[:MAX_RESULT_CHARS]
     if tool in EXPERIMENT_TOOLS:
-        result = outcome.as_model(ExperimentResult)
-        exp, best = result.experiment, result.best
-        metric = f" {exp.metric:.4f}" if exp.metric is not None else ""
-        line = f"#{exp.iteration} {exp.status}{metric}" + (" NEW BEST" if result.is_new_best else "")
-        if exp.status != "ok" and exp.error_tail and exp.error_tail.strip():
-            line += f": {error_headline(exp.error_tail)[:200]}"
-        if best:
-            line += f"; best {best.metric:.4f} (#{best.iteration})"
-        return line + f"; budget left {result.budget_left}"
-    if tool in ("modify_train_py", "revert_train_py"):
-        info = outcome.as_model(ArtifactInfo)
-        return f"train.py is now v{info.version} ({info.lines} lines)"
-    if tool == "get_current_train_py":
+        return result_line(outcome.as_model(ExperimentResult))
+    if tool in EDIT_TOOLS:
+        return version_line(outcome.as_model(ArtifactInfo))
+    if tool == ToolName.GET_CURRENT_TRAIN_PY:
         info = outcome.as_model(ArtifactInfo)
         return f"train.py v{info.version}:\n{info.source}"
     return json.dumps(outcome.data, separators=(",", ":"))[:MAX_RESULT_CHARS]
@@ -173,7 +164,7 @@ class StatefulAgent(Agent):
             code = await self.rc.train_py(self.run_id) if task.kind == "code" else None
             self.current_code = code or ""
             request_text = TEXT_TURN if text_mode else task.agent.turn
-            messages = [Message(role="user", text=stateful_turn(summary, request_text, code))]
+            messages = [Message(role="user", text=turn_text(summary, request_text, code))]
             if text_mode:
                 messages = text_messages(messages[0], window)
             else:
@@ -238,19 +229,19 @@ class StatefulAgent(Agent):
             else:
                 fixed = profile.fixed_arguments.get(call.name, {})
                 arguments = server_arguments(self.specs.get(call.name), call.arguments)
-                outcome = await self.rc.call(call.name, {**arguments, **fixed, "run_id": self.run_id})
+                outcome = await self.rc.call_tool(call.name, {**arguments, **fixed, "run_id": self.run_id})
                 text, is_error = result_text(call.name, outcome), not outcome.ok
                 if not outcome.ok:
                     self.refused(outcome)
                     sent = arguments.get("params")
                     text = self.refusal_text(call.name, outcome, sent if isinstance(sent, dict) else {})
                 ended = self._account(call, outcome, turn)
-                edit_refused = edit_refused or (call.name == "modify_train_py" and not outcome.ok)
-                if call.name == "modify_train_py" and outcome.ok and profile.benchmark_after_edit:
+                edit_refused = edit_refused or (call.name == ToolName.MODIFY_TRAIN_PY and not outcome.ok)
+                if call.name == ToolName.MODIFY_TRAIN_PY and outcome.ok and profile.benchmark_after_edit:
                     # The agent's own step, shown to the model with its edit's result.
-                    bench = ToolCall(id=f"{call.id}-bench", name="run_benchmark", arguments={})
-                    measured = await self.rc.call("run_benchmark", {"run_id": self.run_id})
-                    text += "; benchmarked: " + result_text("run_benchmark", measured)
+                    bench = ToolCall(id=f"{call.id}-bench", name=ToolName.RUN_BENCHMARK, arguments={})
+                    measured = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
+                    text += "; benchmarked: " + result_text(ToolName.RUN_BENCHMARK, measured)
                     is_error = not measured.ok
                     ended = self._account(bench, measured, turn)
             failed = failed or is_error
@@ -280,8 +271,8 @@ class StatefulAgent(Agent):
             )
             return turn
         if reply.action == "revert":
-            outcome = await self._text_call(turn, "revert_train_py", {"version": reply.version})
-            turn.user.text = self._text_result("revert_train_py", outcome, used)
+            outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
+            turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, used)
             if outcome.ok:
                 # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
                 # call, so they count toward --max-failures' streak like any call that recorded nothing.
@@ -292,13 +283,13 @@ class StatefulAgent(Agent):
             arguments["edits"] = [{"search": search, "replace": replace} for search, replace in reply.edits]
         else:
             arguments["source"] = reply.source
-        changed = await self._text_call(turn, "modify_train_py", arguments)
-        turn.user.text = self._text_result("modify_train_py", changed, used)
+        changed = await self._text_call(turn, ToolName.MODIFY_TRAIN_PY, arguments)
+        turn.user.text = self._text_result(ToolName.MODIFY_TRAIN_PY, changed, used)
         if not changed.ok:
             return turn
-        measured = await self._text_call(turn, "run_benchmark", {})
-        turn.user.text += "; benchmarked: " + result_text("run_benchmark", measured)
-        self._account(ToolCall(id="text-bench", name="run_benchmark", arguments={}), measured, turn)
+        measured = await self._text_call(turn, ToolName.RUN_BENCHMARK, {})
+        turn.user.text += "; benchmarked: " + result_text(ToolName.RUN_BENCHMARK, measured)
+        self._account(ToolCall(id="text-bench", name=ToolName.RUN_BENCHMARK, arguments={}), measured, turn)
         return turn
 
     def _text_result(self, tool: str, outcome: ToolOutcome, used: int) -> str:
@@ -307,13 +298,13 @@ class StatefulAgent(Agent):
         DONE or "Done: The code was optimized..."."""
         if outcome.ok:
             self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
-        if outcome.ok and tool == "modify_train_py":
+        if outcome.ok and tool == ToolName.MODIFY_TRAIN_PY:
             return result_text(tool, outcome)
         return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, used)}"
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""
-        outcome = await self.rc.call(tool, {**arguments, "run_id": self.run_id})
+        outcome = await self.rc.call_tool(tool, {**arguments, "run_id": self.run_id})
         if not outcome.ok:
             self.failures += 1
             self.refused(outcome)

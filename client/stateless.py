@@ -33,7 +33,9 @@ from autoresearch_mcp.client.prompts import (
     stateless_hpo,
 )
 from autoresearch_mcp.client.replies import parse_code, parse_json_object, says_done
-from autoresearch_mcp.contract.models import ArtifactInfo, Experiment, ExperimentResult
+from autoresearch_mcp.contract.arguments import GetCurrentTrainPyArgs, RunBenchmarkArgs, RunExperimentArgs
+from autoresearch_mcp.contract.models import Experiment, ExperimentResult
+from autoresearch_mcp.contract.tools import ToolName
 
 
 class StatelessAgent(Agent):
@@ -62,7 +64,7 @@ class StatelessAgent(Agent):
         # experiments already: the history this baseline keeps starts with them.
         earlier = await self.rc.history(self.run_id)
         if code_task:
-            current = await self.rc.typed("get_current_train_py", {"run_id": self.run_id}, ArtifactInfo)
+            current = await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))
             headline, block = "original", self.config.task.agent.stateless.not_run
             if earlier:
                 last = earlier[-1]
@@ -120,7 +122,7 @@ class StatelessAgent(Agent):
             return None
         if isinstance(params.get("params"), dict):
             params = params["params"]
-        outcome = await self.rc.call("run_experiment", {"params": params, "run_id": self.run_id})
+        outcome = await self.rc.call(RunExperimentArgs(params=params, run_id=self.run_id))
         if not outcome.ok:
             self._unused(self.refusal_text("run_experiment", outcome, params), outcome)
             return None
@@ -138,14 +140,14 @@ class StatelessAgent(Agent):
             self._unused("it held no code (CODE: and the complete file).", kind="unparsed_reply")
             return None
         iteration = len(self.versions)
-        changed = await self.rc.call(
-            "modify_train_py",
+        changed = await self.rc.call_tool(  # the model's code as it sent it: the server judges it
+            ToolName.MODIFY_TRAIN_PY,
             {"source": code, "description": f"stateless iteration {iteration}", "run_id": self.run_id},
         )
         if not changed.ok:
             self._unused(self.refusal_text("modify_train_py", changed, {}), changed)
             return None
-        outcome = await self.rc.call("run_benchmark", {"run_id": self.run_id})
+        outcome = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
         if not outcome.ok:
             self._unused(self.refusal_text("run_benchmark", outcome, {}), outcome)
             return None

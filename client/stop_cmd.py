@@ -8,7 +8,7 @@ import argparse
 
 from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.inspect_cmd import add_server_arguments, drive
-from autoresearch_mcp.contract.models import SummaryText
+from autoresearch_mcp.contract.arguments import FinishRunArgs
 
 DEFAULT_REASON = "stopped from the command line"
 
@@ -33,7 +33,7 @@ async def stop_run(rc: ResearchClient, args: argparse.Namespace) -> int:
             f"run {before.id} is already {before.status} ({before.used}/{before.budget} used): nothing to do"
         )
         return 0
-    await rc.typed("finish_run", {"run_id": before.id, "reason": args.reason}, SummaryText)
+    await rc.result(FinishRunArgs(run_id=before.id, reason=args.reason))
     after = await rc.run(before.id)
     print(f"run {after.id} {after.status}: {after.finish_reason} ({after.used}/{after.budget} used)")
     return 0

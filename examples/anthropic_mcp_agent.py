@@ -1,9 +1,11 @@
 """Claude drives the autoresearch-mcp server through the Anthropic SDK's own MCP helpers.
 
-The script spawns `autoresearch-mcp serve` over stdio with `mcp.Client`, turns every server tool into a
-runnable tool with `anthropic.lib.tools.mcp.async_mcp_tool`, takes its instructions from the server's
-`autoresearch` prompt, starts a run, and lets `llm.beta.messages.tool_runner` loop until the model stops
-calling tools (or --max-turns). The script keeps no state: experiments, the best result and notes live
+The script spawns `autoresearch-mcp serve --tools-for TASK` over stdio with `mcp.Client`, turns the
+server's tools into runnable tools with `anthropic.lib.tools.mcp.async_mcp_tool`, takes its instructions
+from the server's `autoresearch` prompt, starts a run, and lets `llm.beta.messages.tool_runner` loop until
+the model stops calling tools (or --max-turns). Focused on the task, the server lists only the tools the
+bundled agent offers its model, shaped the same way, and answers each experiment with what that agent
+shows its model each turn; `--all-tools` lists all 14 instead. The script keeps no state: experiments, the best result and notes live
 in the server's SQLite file.
 
 Run it for real (needs ANTHROPIC_API_KEY, the paid API; the server uses the Covertype sample it ships
@@ -20,6 +22,7 @@ plain, stateless-host way of using the server; `autoresearch-mcp run` is the tok
 import argparse
 import asyncio
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -30,15 +33,15 @@ from anthropic.types.beta import BetaMessageParam
 from mcp import Client, StdioServerParameters
 
 
-def server_params(db: Path | None, data: str | None) -> StdioServerParameters:
-    """`autoresearch-mcp serve`, run by this interpreter so the command need not be on PATH."""
-    args = ["-m", "autoresearch_mcp.server"]
+def server_params(db: Path | None, data: str | None, focus: str | None = None) -> StdioServerParameters:
+    """`autoresearch-mcp serve [--tools-for TASK]`, run by this interpreter so the command need not be on
+    PATH."""
+    args = ["-m", "autoresearch_mcp.server", *(["--tools-for", focus] if focus else [])]
     if db is not None:
         args += ["--db", str(db.expanduser().resolve())]
     if data is not None:
         args += ["--data", str(Path(data).expanduser().resolve())]
-    # The SDK hands the child only an allow-list of variables; pass the server's own settings (and the
-    # PYTHONPATH a task plugin may need) through.
+    # The child gets an allow-list of variables: add the server's settings and a plugin's PYTHONPATH.
     env = {k: v for k, v in os.environ.items() if k.startswith("AUTORESEARCH_") or k == "PYTHONPATH"}
     return StdioServerParameters(command=sys.executable, args=args, env=env)
 
@@ -58,7 +61,10 @@ def api_key(base_url: str | None) -> str | None:
 async def research(args: argparse.Namespace) -> str:
     """Start a run, let the model work on it, return its final summary as the server tells it."""
     key = api_key(args.base_url)  # before anything starts
-    async with Client(server_params(args.db, args.data), read_timeout_seconds=3600) as mcp:
+    # The script's own calls go to tools a focused server does not list; the MCP client warns on each.
+    logging.getLogger("client").setLevel(logging.ERROR)
+    focus = None if args.all_tools else args.task
+    async with Client(server_params(args.db, args.data, focus), read_timeout_seconds=3600) as mcp:
         # The script starts the run and names it to the model: under Client's default protocol the server
         # cannot tie a run to this session, and "the latest running run" is ambiguous on a shared server.
         started = await mcp.call_tool("start_run", {"task": args.task, "budget": args.budget})
@@ -66,15 +72,11 @@ async def research(args: argparse.Namespace) -> str:
             raise SystemExit(f"anthropic_mcp_agent: start_run refused: {started.content[0].text}")
         run_id = started.structured_content["run_id"]
         prompt = await mcp.get_prompt("autoresearch", {"task": args.task, "run_id": run_id})
+        # Focused, the prompt already holds the run's first turn (and run_id travels by itself).
+        begin = "Begin." if focus else f"Your run is {run_id} (pass run_id={run_id!r} to every tool). Begin."
         kickoff: BetaMessageParam = {
             "role": "user",
-            "content": [
-                *mcp_message(prompt.messages[0])["content"],
-                {
-                    "type": "text",
-                    "text": f"Your run is {run_id} (pass run_id={run_id!r} to every tool). Begin.",
-                },
-            ],
+            "content": [*mcp_message(prompt.messages[0])["content"], {"type": "text", "text": begin}],
         }
         # The helper is typed for a ClientSession; it only calls call_tool(name=, arguments=), as Client does.
         tools = [async_mcp_tool(tool, mcp) for tool in (await mcp.list_tools()).tools]  # type: ignore[arg-type]
@@ -116,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default="claude-haiku-4-5")
     parser.add_argument("--max-tokens", type=int, default=1024, help="max output tokens per model turn")
     parser.add_argument("--max-turns", type=int, default=60, help="stop the loop after this many turns")
+    parser.add_argument(
+        "--all-tools",
+        action="store_true",
+        help="offer the model all 14 tools of the server, not only the task's (the server unfocused)",
+    )
     parser.add_argument(
         "--base-url",
         default=os.environ.get("ANTHROPIC_BASE_URL"),

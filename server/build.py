@@ -1,10 +1,9 @@
-"""The MCP surface, declared over an open `Research`: tools grouped by subject, resources, the prompt.
+"""The MCP surface, declared over an open `Research`: the tools, resources, prompt and completions.
 
-Each tool lives in the module named after its subject (server/tools/): runs.py, experiments.py,
-train_py.py, jobs.py, query.py. Names and arguments are a contract that examples and outside clients
-rely on (docs/tools.md documents it); the run logic they call (server/runs.py, server/jobs/) knows
-nothing of MCP. What a host sees besides (logs, resource updates, list changes) comes from the notifier
-(notify.py), which watches the research's events; completions are in completions.py.
+The tools are registered from the contract's table (contract/tools.py), each the function named like it
+in the module of its subject under server/tools/ (surface.py says how); the logic they call (runs.py,
+experiments.py, train_py.py, jobs/) knows nothing of MCP. What a host sees besides (logs, resource
+updates, list changes) comes from the notifier (notify.py), which watches the research's events.
 """
 
 from mcp.server import MCPServer
@@ -15,8 +14,9 @@ from autoresearch_mcp import __version__
 from autoresearch_mcp.server import completions, program, resources
 from autoresearch_mcp.server.notify import Notifier
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.tools import experiments, jobs, query, runs, train_py
-from autoresearch_mcp.server.tools.common import RunResolver
+from autoresearch_mcp.server.tools.connection import RunResolver
+from autoresearch_mcp.server.tools.focus import focus_on
+from autoresearch_mcp.server.tools.surface import register_tools
 
 INSTRUCTIONS = (
     "Autonomous ML experimentation with server-side state. start_run, then loop: read get_run_summary, "
@@ -30,10 +30,14 @@ def build_server(
     *,
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
+    tools_for: str | None = None,
 ) -> MCPServer:
     """The MCP server over `research` (opened here if it is not yet). `token_verifier` and `auth`
-    (together) protect it over HTTP; see http.py. The caller closes `research` at shutdown."""
+    (together) protect it over HTTP; see http.py. `tools_for`: a task to focus on, whose agent's tools
+    alone are listed, as our agent offers them (tools/focus.py); default: the settings'. The caller
+    closes `research` at shutdown."""
     research.open()
+    tools_for = tools_for or research.settings.tools_for
     notifier = Notifier()
     research.events.add(notifier)
     mcp = MCPServer(
@@ -46,13 +50,11 @@ def build_server(
         middleware=[notifier.middleware],
     )
     notifier.serve_handshake_methods(mcp)
-    run_for = RunResolver(research)
-    runs.register(mcp, research, run_for)
-    experiments.register(mcp, research, run_for)
-    train_py.register(mcp, research, run_for)
-    jobs.register(mcp, research, run_for)
-    query.register(mcp, research)
+    register_tools(mcp, research, RunResolver(research.runs))
+    focus = None if tools_for is None else research.tasks(tools_for)
+    if focus is not None:
+        focus_on(mcp, research, focus)
     resources.register(mcp, research)
-    program.register(mcp, research)
+    program.register(mcp, research, focus)
     completions.register(mcp, research)
     return mcp

@@ -18,10 +18,9 @@ from mcp.types import (
     ResourceTemplateReference,
 )
 
+from autoresearch_mcp.contract.tools import RUN_URIS
 from autoresearch_mcp.server.program import PROMPT_NAME
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.resources import RUN_TEMPLATES
-from autoresearch_mcp.server.tasks.registry import task_names
 
 MAX_VALUES: Final = 100  # the protocol's limit on completion values
 
@@ -40,10 +39,10 @@ def register(mcp: MCPServer, research: Research) -> None:
         context: CompletionContext | None,
     ) -> Completion | None:
         if isinstance(ref, PromptReference) and ref.name == PROMPT_NAME and argument.name == "task":
-            return completion(task_names(research.settings.task_settings()), argument.value)
+            return completion(research.tasks.names(), argument.value)
         prompt_run = isinstance(ref, PromptReference) and ref.name == PROMPT_NAME
         if argument.name == "run_id" and (
-            prompt_run or (isinstance(ref, ResourceTemplateReference) and ref.uri in RUN_TEMPLATES)
+            prompt_run or (isinstance(ref, ResourceTemplateReference) and ref.uri in RUN_URIS)
         ):
             run_ids = await anyio.to_thread.run_sync(research.store.run_ids)
             return completion(run_ids, argument.value)

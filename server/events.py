@@ -1,15 +1,19 @@
 """What the run logic tells whoever watches it: plain callbacks, no MCP.
 
-RunService and JobService call these as things happen; the MCP side (notify.py) turns them into log
+The services (runs, experiments, jobs) call these as things happen; the MCP side (notify.py) turns them into log
 notifications and resource updates for hosts. The default does nothing, so the run logic runs and tests
 the same with no one watching.
 """
 
 import logging
+from collections.abc import Callable
 
 from autoresearch_mcp.contract.models import Experiment, Job, Run
 
 log = logging.getLogger(__name__)
+
+# How long work tells its caller where it stands: (done so far, total or None, a message).
+Progress = Callable[[float, float | None, str], None]
 
 
 class ResearchEvents:

@@ -29,7 +29,6 @@ from autoresearch_mcp.server.body_limit import BODY_TIMEOUT_S, MCP_BODY_BYTES, B
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.http_timeouts import HEADER_TIMEOUT_S, h11_with_header_deadline
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ServerSettings
 
 log = logging.getLogger(__name__)
@@ -83,14 +82,14 @@ def build_http_app(
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
     extra_routes: Sequence[BaseRoute] = (),
-    routes_factory: Callable[[RunService], Sequence[BaseRoute]] | None = None,
+    routes_factory: Callable[[Research], Sequence[BaseRoute]] | None = None,
     body_timeout_s: float = BODY_TIMEOUT_S,
 ) -> Starlette:
-    """The Starlette app serving MCP at /mcp, plus `extra_routes` and `routes_factory(service)`.
+    """The Starlette app serving MCP at /mcp, plus `extra_routes` and `routes_factory(research)`.
     A request's body must arrive within `body_timeout_s` (body_limit.py).
 
-    `app.state` carries `service` (RunService), `jobs` (JobService, closed when the app shuts down),
-    `mcp`, `token_required` and `transport_security` for the added routes to use."""
+    `app.state` carries `research` (closed when the app shuts down), `mcp`, `token_required` and
+    `transport_security` for the added routes to use."""
     if not is_loopback(host) and not token:
         raise ResearchError(
             f"refusing to serve on {host} without a bearer token: anyone who can reach it could run "
@@ -116,10 +115,9 @@ def build_http_app(
     app = mcp.streamable_http_app(streamable_http_path=MCP_PATH, transport_security=security, host=host)
     # every route, before auth reads anything
     app.add_middleware(BodyLimit, max_bytes=MCP_BODY_BYTES, timeout_s=body_timeout_s)
-    service = research.runs
     app.router.routes.extend(extra_routes)
     if routes_factory is not None:
-        app.router.routes.extend(routes_factory(service))
+        app.router.routes.extend(routes_factory(research))
     mcp_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
@@ -131,8 +129,6 @@ def build_http_app(
                 await anyio.to_thread.run_sync(research.close)
 
     app.router.lifespan_context = lifespan
-    app.state.service = service
-    app.state.jobs = research.jobs
     app.state.research = research
     app.state.mcp = mcp
     app.state.token_required = verifier is not None
@@ -142,7 +138,7 @@ def build_http_app(
 
 def dashboard_routes(
     token: str | None, security: TransportSecuritySettings
-) -> Callable[[RunService], Sequence[BaseRoute]]:
+) -> Callable[[Research], Sequence[BaseRoute]]:
     """The run dashboard at /dashboard/: it checks the token itself (a login page and an HttpOnly cookie,
     or the bearer header) and gets the same Host allow-list as /mcp, since nothing in front checks it."""
     from starlette.routing import Mount
@@ -150,8 +146,8 @@ def dashboard_routes(
     from autoresearch_mcp.server.dashboard import dashboard_app
 
     hosts = [name for name in security.allowed_hosts if not name.endswith(":*")]
-    return lambda service: [
-        Mount(DASHBOARD_PATH, app=dashboard_app(service.store, token, allowed_hosts=hosts))
+    return lambda research: [
+        Mount(DASHBOARD_PATH, app=dashboard_app(research.store, token, allowed_hosts=hosts))
     ]
 
 

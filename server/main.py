@@ -5,6 +5,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
@@ -20,18 +21,22 @@ from autoresearch_mcp.contract.env import (
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.settings import ServerSettings
 
-# settings field -> the flag that sets it, for a one-line error naming what the user typed.
+# setting -> the flag that sets it, for a one-line error naming what the user typed. A task's setting
+# without a flag of its own is given as `--task-setting NAME=VALUE`.
 FLAGS = {
     "db_path": "--db",
     "covtype_path": "--data",
     "codeopt_records": "--codeopt-records",
     "codeopt_repeats": "--codeopt-repeats",
     "hpo_threads": "--hpo-threads",
-    "hpo_wall_s": f"--hpo-wall-s (or ${ENV_HPO_WALL_S})",
+    "hpo_wall_s": "--hpo-wall-s",
     "workers": "--workers",
     "dask_scheduler": "--dask-scheduler",
     "task_dirs": f"--task-dir (or ${ENV_TASK_DIRS})",
+    "tools_for": "--tools-for",
 }
+# Flags the server keeps for the built-in tasks; their values are the tasks' to validate.
+TASK_FLAGS = ("codeopt_records", "codeopt_repeats", "hpo_threads", "hpo_wall_s")
 
 
 def port_arg(value: str) -> int:
@@ -41,36 +46,56 @@ def port_arg(value: str) -> int:
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
-    """The settings, or one line naming the flag whose value they refuse."""
+    """The settings, or one line naming the flag (or variable) whose value they, or a task, refuse."""
+    from autoresearch_mcp.server.tasks.registry import check_task_settings
+
     try:
-        return _settings(args)
+        settings = _settings(args)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = str(error["loc"][0]) if error["loc"] else ""
-        raise ResearchError(
-            f"{FLAGS.get(field, field)}: {error['msg']}, not {error.get('input')!r}"
-        ) from None
+        raise ResearchError(_refusal(exc, FLAGS.get)) from None
+    try:
+        check_task_settings(settings.task_settings(), given=set(settings.task_options))
+    except ValidationError as exc:
+        # Named as the user gave it: the flag, or else the variable the task's setting reads.
+        raise ResearchError(_refusal(exc, lambda key: _task_flag(key, settings))) from None
+    return settings
+
+
+def _refusal(exc: ValidationError, name_of: Callable[[str], str | None]) -> str:
+    error = exc.errors()[0]
+    field = str(error["loc"][0]) if error["loc"] else ""
+    return f"{name_of(field) or field}: {error['msg']}, not {error.get('input')!r}"
+
+
+def _task_flag(key: str, settings: ServerSettings) -> str:
+    from autoresearch_mcp.server.tasks.registry import setting_variable
+
+    if key in settings.task_options or not setting_variable(key):
+        return FLAGS.get(key, f"--task-setting {key}")
+    return f"${setting_variable(key)}"
+
+
+def task_setting_arg(value: str) -> tuple[str, str]:
+    name, sep, setting = value.partition("=")
+    if not sep or not name.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, not {value!r}")
+    return name, setting
 
 
 def _settings(args: argparse.Namespace) -> ServerSettings:
     values: dict[str, object] = {}
     if getattr(args, "db", None):
         values["db_path"] = args.db
-    if getattr(args, "data", None):
-        values["covtype_path"] = data_setting(args.data)
     if getattr(args, "task_dir", None):
         values["task_dirs"] = args.task_dir
-    for key in (
-        "codeopt_records",
-        "codeopt_repeats",
-        "hpo_threads",
-        "hpo_wall_s",
-        "workers",
-        "dask_scheduler",
-    ):
+    for key in ("workers", "dask_scheduler", "tools_for"):
         if getattr(args, key, None) is not None:
             values[key] = getattr(args, key)
-    return ServerSettings(**values)
+    options: dict[str, object] = dict(getattr(args, "task_setting", None) or [])
+    if getattr(args, "data", None):
+        options["covtype_path"] = data_setting(args.data)
+    options.update({key: getattr(args, key) for key in TASK_FLAGS if getattr(args, key, None) is not None})
+    return ServerSettings(**values, task_options=options)
 
 
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -110,6 +135,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"seconds one XGBoost training may run before it is killed (default: ${ENV_HPO_WALL_S} or 600)",
     )
     parser.add_argument(
+        "--task-setting",
+        action="append",
+        type=task_setting_arg,
+        metavar="NAME=VALUE",
+        help="a setting a task declares (a plugin's own, or a built-in's by its name); repeatable",
+    )
+    parser.add_argument(
         "--workers", type=int, help="local worker processes for background jobs (default: cores)"
     )
     parser.add_argument(
@@ -122,6 +154,12 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help=f"register a task folder (a script + autoresearch.toml); repeatable (default: ${ENV_TASK_DIRS},"
         " folders separated as in PATH)",
+    )
+    parser.add_argument(
+        "--tools-for",
+        metavar="TASK",
+        help="list only this task's agent tools, as the bundled agent offers them to its model (for an "
+        "outside agent framework); the other tools stay callable",
     )
     parser.add_argument("--token", help=f"HTTP bearer token (default: ${ENV_TOKEN}; required off loopback)")
     parser.add_argument(
@@ -139,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=os.environ.get(ENV_LOG_LEVEL, "INFO"), format="%(levelname)s %(name)s: %(message)s"
     )
-    settings = settings_from_args(args)  # before the heavy imports: a bad flag is answered at once
+    settings = settings_from_args(args)  # before the store and the transport: a bad flag is answered at once
     from autoresearch_mcp.server.build import build_server
     from autoresearch_mcp.server.research import Research
 

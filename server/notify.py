@@ -49,8 +49,8 @@ from mcp.types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from autoresearch_mcp.contract.models import Experiment, Job, Run
+from autoresearch_mcp.contract.tools import Uri
 from autoresearch_mcp.server.events import ResearchEvents
-from autoresearch_mcp.server.resources import HISTORY_URI, RUNS_URI, SUMMARY_URI
 from autoresearch_mcp.server.sdk_private import connection_of, lowlevel
 
 log = logging.getLogger(__name__)
@@ -119,14 +119,14 @@ class Notifier(ResearchEvents):
     # -- research events -> notifications --------------------------------------------------
     def run_started(self, run: Run) -> None:
         self.log("info", {"event": "run_started", **_run_fields(run), "budget": run.budget})
-        self.resources_updated(RUNS_URI)
+        self.resources_updated(Uri.RUNS)
         self.resources_list_changed()
 
     def run_finished(self, run: Run) -> None:
         best = run.best.metric if run.best is not None else None
         data = {"event": "run_finished", **_run_fields(run), "status": run.status, "used": run.used}
         self.log("notice", {**data, "best": best, "reason": short(run.finish_reason)})
-        self.resources_updated(SUMMARY_URI.format(run_id=run.id), RUNS_URI)
+        self.resources_updated(Uri.SUMMARY.of(run_id=run.id), Uri.RUNS)
 
     def experiment_started(self, run: Run, experiment: Experiment) -> None:
         data = {"event": "experiment_started", **_run_fields(run), "iteration": experiment.iteration}
@@ -144,7 +144,7 @@ class Notifier(ResearchEvents):
             "budget_left": max(run.budget - run.used, 0),
         }
         self.log("info" if experiment.status == "ok" else "warning", data)
-        self.resources_updated(SUMMARY_URI.format(run_id=run.id), HISTORY_URI.format(run_id=run.id), RUNS_URI)
+        self.resources_updated(Uri.SUMMARY.of(run_id=run.id), Uri.HISTORY.of(run_id=run.id), Uri.RUNS)
 
     def job_changed(self, job: Job) -> None:
         level = JOB_LEVELS.get(job.status, "debug")
@@ -175,7 +175,7 @@ class Notifier(ResearchEvents):
         self._submit(functools.partial(self._broadcast, "notifications/message", params, wants))
 
     def resources_updated(self, *uris: str) -> None:
-        for uri in uris:
+        for uri in map(str, uris):
             self._submit(functools.partial(self._updated, uri))
 
     def resources_list_changed(self) -> None:

@@ -91,7 +91,17 @@ def render_program(task: Task, run_id: str | None = None) -> str:
     )
 
 
-def register(mcp: MCPServer, research: Research) -> None:
+def render_focused(task: Task, summary: str | None) -> str:
+    """A server focused on one task (tools/focus.py): the words our agent gives its model, its system
+    prompt and, for a run, its first turn (the summary and the request), since the tools offered are
+    the ones those words name."""
+    profile = task.agent_profile()
+    if summary is None:
+        return profile.system_prompt
+    return f"{profile.system_prompt}\n\n{summary}\n{profile.turn}"
+
+
+def register(mcp: MCPServer, research: Research, focus: Task | None = None) -> None:
     @mcp.prompt(PROMPT_NAME)
     def autoresearch(
         task: Annotated[
@@ -106,6 +116,8 @@ def register(mcp: MCPServer, research: Research) -> None:
         try:
             if run_id:
                 task = research.store.get_run(run_id).task
-            return render_program(research.runs.task(task), run_id)
+            if focus is not None and task == focus.name:
+                return render_focused(focus, research.runs.get_run_summary(run_id) if run_id else None)
+            return render_program(research.tasks(task), run_id)
         except ResearchError as exc:
             raise prompt_error(str(exc)) from None

@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from autoresearch_mcp.contract.arguments import MAX_QUERY_ROWS
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import QueryResult
 
 TIME_LIMIT_S = 2.0
-MAX_ROWS = 1000
+MAX_ROWS = MAX_QUERY_ROWS
 MAX_CELL_CHARS = 20_000
 MAX_RESULT_CHARS = 500_000
 MAX_VALUE_BYTES = 5_000_000  # SQLITE_LIMIT_LENGTH: no string or blob bigger than this, even in flight
@@ -58,7 +59,7 @@ MAX_FORMAT_WIDTH = 1000  # printf/format: widths and precisions beyond this buil
 _FORMAT_SPEC = re.compile(r"%%|%[-+ 0#,!]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
-def query_views(db_path: Path, sql: str, max_rows: int = 200) -> QueryResult:
+def query_results(db_path: Path, sql: str, max_rows: int = 200) -> QueryResult:
     """Run one read-only query in the query worker (a process: see query_worker.py)."""
     from autoresearch_mcp.server.query_worker import query_in_worker  # (it imports this module)
 

@@ -5,23 +5,23 @@ make a new best that a rerun would not confirm. With reeval_seeds=k, an experime
 the best is run again on k more seeds, each recorded as its own experiment (each costs budget, and says
 whose re-evaluation it is in its note); it becomes the best only when the mean of its k+1 metrics beats
 the current best's mean. Every re-evaluation in a run uses the same seeds (the run's seed + 1..k), so
-candidates are compared on common seeds. Runs through run_experiment / run_benchmark; a job submitted
-with submit_training_job is kept by the task's rule on its own metric.
+candidates are compared on common seeds. It is the `tell` step of every experiment's lifecycle
+(experiments.py): run_experiment, run_benchmark and a job from submit_training_job alike; a job's
+re-evaluations are measured where the job was.
 """
 
 import statistics
-import time
 from typing import TYPE_CHECKING
 
+from autoresearch_mcp.contract.arguments import MAX_REEVAL_SEEDS
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment, ExperimentResult
-from autoresearch_mcp.server.store import Incumbent, better
-from autoresearch_mcp.server.tasks.base import Outcome
+from autoresearch_mcp.server.store import BestChanged, Keep, better
 
 if TYPE_CHECKING:
-    from autoresearch_mcp.server.runs import PreparedExperiment, RunService
+    from autoresearch_mcp.server.experiments import ExperimentService, Measure, Measured, Trial
 
-MAX_REEVAL_SEEDS = 10
+__all__ = ["MAX_REEVAL_SEEDS", "reeval_seed", "reevaluate"]
 
 
 def reeval_seed(run_seed: int, index: int) -> int:
@@ -29,54 +29,42 @@ def reeval_seed(run_seed: int, index: int) -> int:
 
 
 def reevaluate(
-    service: "RunService", prepared: "PreparedExperiment", outcome: Outcome, duration_s: float, seeds: int
+    service: "ExperimentService", trial: "Trial", measured: "Measured", seeds: int, measure: "Measure"
 ) -> ExperimentResult:
-    """Record `prepared` (not kept yet), run its re-evaluations, then decide on the mean."""
-    store, first = service.store, prepared.experiment
-    run_id = first.run_id
-    original = service.record(first.id, outcome, duration_s, keep=lambda best: False)
+    """Record `trial` (not kept yet), measure its re-evaluations, then decide on the mean."""
+    original = service.record(trial, measured, lambda best: False)
     if original.status != "ok" or original.metric is None:  # recording it failed: nothing to confirm
-        return service.result(run_id, original)
+        return service.conclude(trial.run, original)
     values, done = [original.metric], []
     stopped: str | None = None
     for index in range(1, seeds + 1):
-        seed = reeval_seed(prepared.ctx.seed, index)
+        seed = reeval_seed(trial.run.seed, index)
         note = f"re-evaluation {index}/{seeds} of #{original.iteration} (seed {seed})"
         try:
-            exp = store.reserve_experiment(
-                run_id, original.params, original.artifact_version, note, repeat_ok=True
-            )
+            again = service.ask_again(trial, seed, note)
         except ResearchError as exc:  # the budget ran out, or the run was finished meanwhile
             stopped = f"{exc.kind}: {str(exc).split('. ')[0]}"
             break
-        run = store.get_run(run_id)
-        service.events.experiment_started(run, exp)
-        ctx = prepared.ctx.model_copy(
-            update={"seed": seed, "iteration": exp.iteration, "options": run.config["options"]}
-        )
-        started = time.monotonic()
-        result = service.execute(prepared.task, prepared.params, prepared.source, ctx)
-        recorded = service.record(
-            exp.id, result, round(time.monotonic() - started, 3), keep=lambda best: False
-        )
-        service.events.experiment_ended(store.get_run(run_id), recorded)
+        recorded = service.record(again, measure(again), lambda best: False)
+        service.events.experiment_ended(service.store.get_run(trial.run.id), recorded)
         done.append(recorded)
         if recorded.status != "ok" or recorded.metric is None:
             break
         values.append(recorded.metric)
-    final, message = _decide(service, original, values, done, seeds, stopped)
-    return service.result(run_id, final).model_copy(update={"reevaluations": done, "message": message})
+    final, message = _decide(service, trial, original, values, done, seeds, stopped)
+    return service.conclude(trial.run, final).model_copy(update={"reevaluations": done, "message": message})
 
 
 def _decide(
-    service: "RunService",
+    service: "ExperimentService",
+    trial: "Trial",
     original: Experiment,
     values: list[float],
     done: list[Experiment],
     seeds: int,
     stopped: str | None,
 ) -> tuple[Experiment, str]:
-    run = service.store.get_run(original.run_id)
+    run = trial.run
     metric, direction = run.metric_name, run.direction
     which = ", ".join(f"#{e.iteration}" for e in done) or "none"
     failed = next((e for e in done if e.status != "ok" or e.metric is None), None)
@@ -87,16 +75,16 @@ def _decide(
         )
         return service.store.get_experiment(original.id), text
     mean = statistics.fmean(values)
-    compared: list[Incumbent | None] = []
-
-    def keep(best: Incumbent | None) -> bool:
-        compared.append(best)
-        return best is None or better(mean, best.value, direction)
-
-    final = service.store.decide_keep(
-        original.id, keep, {f"{metric}_mean": round(mean, 6), "evaluations": float(len(values))}
-    )
-    best = compared[0] if compared else None
+    summary = {f"{metric}_mean": round(mean, 6), "evaluations": float(len(values))}
+    while True:
+        best = service.store.incumbent(run.id, run.config)
+        kept = best is None or better(mean, best.value, direction)
+        try:
+            keep = Keep(kept=kept, over=None if best is None else best.experiment.id)
+            final = service.store.decide_keep(original.id, keep, summary)
+            break
+        except BestChanged:  # another experiment became the best meanwhile: compare with it
+            continue
     against = "no best yet" if best is None else f"the best's {best.value:.4f} (#{best.experiment.iteration})"
     text = (
         f"re-evaluated on {len(done)} more seed(s) ({which}): mean {metric} {mean:.4f} over "

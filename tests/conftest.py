@@ -67,4 +67,6 @@ def scripted_llm(task: str, seed: int = 42) -> "ScriptedLLM":
     from autoresearch_mcp.server.tasks.registry import make_task
 
     spec = make_task(task, {})
-    return ScriptedLLM(task=spec.info(), original=spec.initial_artifact(), seed=seed)
+    return ScriptedLLM(
+        task=spec.info(), plan=spec.scripted_plan(), original=spec.initial_artifact(), seed=seed
+    )

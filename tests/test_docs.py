@@ -11,6 +11,7 @@ import pytest
 
 from autoresearch_mcp.contract import env
 from autoresearch_mcp.contract.errors import RefusalKind
+from autoresearch_mcp.contract.tools import TOOLS, ToolName
 from autoresearch_mcp.server.query import VIEWS
 from conftest import ROOT
 
@@ -56,16 +57,35 @@ def table_rows(text: str) -> list[list[str]]:
 
 
 def declared_tools() -> dict[str, str]:
-    """Every MCP tool, from the source: name -> the module under server/tools/ that declares it."""
+    """Every MCP tool, from the contract's table: name -> the module under server/tools/ whose function
+    of the same name is the tool."""
     tools = {}
-    for path in sorted((ROOT / "server" / "tools").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "tool"
-                for d in node.decorator_list
-            ):
-                tools[node.name] = f"server/tools/{path.name}"
+    for tool in TOOLS.values():
+        path = f"server/tools/{tool.subject}.py"
+        functions = {
+            n.name for n in ast.parse((ROOT / path).read_text()).body if isinstance(n, ast.FunctionDef)
+        }
+        assert tool.name in functions, f"{path} has no function named {tool.name}"
+        tools[tool.name] = path
     return tools
+
+
+def check_arguments(name: str, cell: str) -> None:
+    """A table's arguments cell names exactly the tool's arguments, with their defaults where it shows
+    one (`budget=15`, `kind="strategy"`, `target=None`)."""
+    fields = TOOLS[ToolName(name)].arguments.model_fields
+    named = {}
+    for token in re.findall(r"`([^`]+)`", cell):
+        match = re.match(r"^(\w+)(?:=(.*))?$", token)
+        if match:
+            named[match[1]] = match[2]
+    assert set(named) == set(fields), (
+        f"{name}: the table names {sorted(named)}, the tool takes {sorted(fields)}"
+    )
+    for arg, shown in named.items():
+        if shown is not None and re.match(r'^(-?[\d.]+|None|".*")$', shown):
+            default = fields[arg].default
+            assert shown == (json.dumps(default) if isinstance(default, str) else str(default)), (name, arg)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -96,9 +116,9 @@ def test_no_page_points_outside_the_repository():
                 assert resolved.is_relative_to(ROOT), f"{page.name} links outside the repository: {target}"
 
 
-def test_the_readme_tools_table_names_every_tool_and_the_file_that_declares_it():
+def test_the_readme_tools_table_names_every_tool_its_arguments_and_the_file_that_holds_it():
     tools = declared_tools()
-    assert len(tools) >= 14
+    assert len(tools) == 14
     listed = {}
     for row in table_rows(section(README.read_text(), "Tools")):
         name = row[0].strip("`")
@@ -107,15 +127,20 @@ def test_the_readme_tools_table_names_every_tool_and_the_file_that_declares_it()
         files = re.findall(r"\]\(([^)]+)\)", row[-1])
         assert files, f"README tools table: {name} names no file"
         listed[name] = files[0]
+        check_arguments(name, row[1])
     assert listed == tools
 
 
-def test_docs_tools_table_matches_the_code():
+def test_docs_tools_table_matches_the_contract():
     tools = declared_tools()
     rows = [
         r for r in table_rows(section((ROOT / "docs" / "tools.md").read_text(), "Tools")) if r[0] != "tool"
     ]
     assert {r[0].strip("`"): f"server/tools/{r[-1].strip('`')}" for r in rows} == tools
+    for row in rows:
+        check_arguments(row[0].strip("`"), row[1])
+        read_only = TOOLS[ToolName(row[0].strip("`"))].annotations.read_only_hint
+        assert row[3] == ("yes" if read_only else "no"), row[0]
 
 
 def tree_entries() -> list[tuple[str, str]]:

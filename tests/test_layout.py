@@ -1,5 +1,6 @@
 """The floor plan holds: the client speaks only MCP and the contract, and a task plugs in from outside."""
 
+import argparse
 import ast
 import sys
 from pathlib import Path
@@ -7,8 +8,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.main import add_serve_arguments, settings_from_args
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 
@@ -81,3 +84,38 @@ async def test_a_plugin_task_outside_the_package_runs_its_own_harness_in_the_san
         assert '"kind":"params"' in info.contents[0].text
     research.close()
     assert "cube_harness" not in sys.modules
+
+
+def serve_settings(*argv: str) -> ServerSettings:
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    return settings_from_args(parser.parse_args(list(argv)))
+
+
+def test_a_plugin_task_declares_its_own_setting_given_by_flag_or_by_its_variable(
+    tmp_path: Path, plugin_task: None, monkeypatch: pytest.MonkeyPatch
+):
+    db = str(tmp_path / "runs.db")
+    monkeypatch.setenv("AUTORESEARCH_CUBE_WALL_S", "7")
+    with Research(serve_settings("--db", db)) as research:
+        assert research.tasks("plugin-cube").options() == {"wall_s": 7}
+    with Research(serve_settings("--db", db, "--task-setting", "cube_wall_s=9")) as research:
+        assert research.tasks("plugin-cube").options() == {"wall_s": 9}  # the flag over the variable
+    assert "cube_wall_s" not in ServerSettings.model_fields
+
+
+def test_a_bad_plugin_setting_is_refused_at_start_naming_the_flag_or_the_variable_it_came_from(
+    tmp_path: Path, plugin_task: None, monkeypatch: pytest.MonkeyPatch
+):
+    db = str(tmp_path / "runs.db")
+    with pytest.raises(ResearchError) as error:
+        serve_settings("--db", db, "--task-setting", "cube_wall_s=0")
+    assert (
+        str(error.value) == "--task-setting cube_wall_s: Input should be greater than or equal to 1, not '0'"
+    )
+    monkeypatch.setenv("AUTORESEARCH_CUBE_WALL_S", "soon")
+    with pytest.raises(ResearchError, match=r"^\$AUTORESEARCH_CUBE_WALL_S: Input should be a valid integer"):
+        serve_settings("--db", db)
+    monkeypatch.delenv("AUTORESEARCH_CUBE_WALL_S")
+    with pytest.raises(ResearchError, match="--task-setting cube_wal_s: no registered task declares"):
+        serve_settings("--db", db, "--task-setting", "cube_wal_s=9")

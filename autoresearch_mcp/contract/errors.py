@@ -7,7 +7,7 @@ travels in `_meta`, not in the structured content, because hosts such as the MCP
 structured content of every result, errors included, against the tool's output schema.
 """
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -32,25 +32,79 @@ RefusalKind = Literal[
 ]
 
 
+class NoDetail(BaseModel):
+    """A refusal whose message says it all."""
+
+
+class RepeatDetail(BaseModel):
+    """exact_repeat: what an agent needs to say which value to change, without reading the history."""
+
+    iteration: int = Field(description="the experiment repeated")
+    params: dict[str, Any] = Field(
+        description="what that experiment ran: the configuration the refused call resolved to"
+    )
+    distinct: dict[str, int] = Field(
+        default_factory=dict, description="per param, how many distinct values the run's experiments took"
+    )
+
+
+class AmbiguousRunDetail(BaseModel):
+    """ambiguous_run: the runs a call without run_id could mean."""
+
+    running: list[str]
+
+
+class UnavailableDetail(BaseModel):
+    """unavailable: what the operator can do about it (paths shortened), for a program that speaks for
+    the operator, such as our CLI; the message, for whoever called, names no path and no flag."""
+
+    operator: str | None = None
+
+
+D = TypeVar("D", bound=BaseModel)
+# Each refusal kind's detail; a kind not named here carries none.
+DETAILS: dict[str, type[BaseModel]] = {
+    "exact_repeat": RepeatDetail,
+    "ambiguous_run": AmbiguousRunDetail,
+    "unavailable": UnavailableDetail,
+}
+
+
 class Refusal(BaseModel):
     """The structured content of an error tool result."""
 
     kind: RefusalKind
     message: str
     detail: dict[str, Any] = Field(
-        default_factory=dict, description="e.g. the earlier experiment of a repeat"
+        default_factory=dict,
+        description="the kind's detail model (DETAILS), e.g. the earlier experiment of a repeat",
     )
+
+    def details(self, model: type[D]) -> D | None:
+        """The detail as its kind's model, or None when the refusal is of another kind (or its detail
+        does not fit: an older server's)."""
+        if DETAILS.get(self.kind) is not model:
+            return None
+        try:
+            return model.model_validate(self.detail)
+        except ValueError:
+            return None
 
 
 class ResearchError(Exception):
     """Something the caller asked for cannot be done; the message says why and what to do instead."""
 
     def __init__(
-        self, message: str, kind: RefusalKind = "bad_argument", detail: dict[str, Any] | None = None
+        self,
+        message: str,
+        kind: RefusalKind = "bad_argument",
+        detail: BaseModel | dict[str, Any] | None = None,
     ):
         super().__init__(message)
         self.kind: RefusalKind = kind
-        self.detail = detail or {}
+        self.detail: dict[str, Any] = (
+            detail.model_dump(mode="json") if isinstance(detail, BaseModel) else detail or {}
+        )
 
     def refusal(self) -> Refusal:
         return Refusal(kind=self.kind, message=str(self), detail=self.detail)
@@ -62,7 +116,7 @@ class UnavailableError(ResearchError):
     about it (paths shortened), for a program that speaks for the operator, such as our CLI."""
 
     def __init__(self, message: str, operator: str) -> None:
-        super().__init__(message, kind="unavailable", detail={"operator": operator})
+        super().__init__(message, kind="unavailable", detail=UnavailableDetail(operator=operator))
 
 
 class RefusedError(ResearchError):
@@ -73,15 +127,11 @@ class RefusedError(ResearchError):
 
 
 class RepeatError(RefusedError):
-    """The same params on the same artifact version already ran; carries the earlier experiment.
-
-    Its detail is what an agent needs to say which value to change, so that it never reads the history
-    to find out: `iteration` (the experiment repeated), `params` (what that experiment ran, the
-    configuration the refused call resolved to) and `distinct` (per param, how many distinct values
-    the run's experiments took)."""
+    """The same params on the same artifact version already ran; carries the earlier experiment, and
+    its detail (RepeatDetail) what an agent needs to say which value to change."""
 
     def __init__(self, message: str, earlier: Any, distinct: dict[str, int] | None = None) -> None:
-        detail = {"iteration": earlier.iteration, "params": earlier.params, "distinct": distinct or {}}
+        detail = RepeatDetail(iteration=earlier.iteration, params=earlier.params, distinct=distinct or {})
         super().__init__(message, kind="exact_repeat", detail=detail)
         self.earlier = earlier
 

@@ -77,6 +77,11 @@ class Run(BaseModel):
         """Whether the run's experiments were proposed by the scripted test double, not a model."""
         return (self.llm or "").startswith("scripted")
 
+    def reaches_target(self, metric: float) -> bool:
+        if self.target is None:
+            return False
+        return metric >= self.target if self.direction == "max" else metric <= self.target
+
 
 class Note(BaseModel):
     id: int
@@ -215,7 +220,8 @@ class ScriptedStep(BaseModel):
 
 
 class ScriptedPlan(BaseModel):
-    """What the deterministic test double needs to play a task; the task's folder supplies it.
+    """What the deterministic test double needs to play a task (`autoresearch://tasks/{name}/scripted-plan`,
+    read by the double alone); the task's folder supplies it.
 
     Params tasks: where a practitioner would draw each parameter from (inside the schema's bounds), and
     which are drawn on a log scale. Code tasks: a chain of steps applied cumulatively to train.py v1."""
@@ -303,7 +309,6 @@ class TaskInfo(BaseModel):
         "under a header line: contract/files.py)",
     )
     agent: AgentProfile
-    scripted: ScriptedPlan
 
 
 class TaskList(BaseModel):

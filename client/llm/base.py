@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from autoresearch_mcp.contract.models import TaskInfo
+from autoresearch_mcp.contract.models import ScriptedPlan, TaskInfo
 
 log = logging.getLogger(__name__)
 
@@ -234,6 +234,7 @@ def make_llm(
     api_key: str | None = None,
     seed: int = 42,
     task: TaskInfo | None = None,
+    plan: ScriptedPlan | None = None,
     original: str = "",
     prompt_caching: bool = False,
     retry: RetryPolicy | None = None,
@@ -279,6 +280,6 @@ def make_llm(
 
         if task is None:
             raise LLMError("the scripted backend needs the task as the server describes it")
-        scripted = ScriptedLLM(task=task, original=original, seed=seed)
+        scripted = ScriptedLLM(task=task, plan=plan, original=original, seed=seed)
         return SloppyLLM(scripted) if kind == "scripted-sloppy" else scripted
     raise LLMError(f"unknown LLM backend {kind!r}: use anthropic, openai, scripted or scripted-sloppy")

@@ -2,8 +2,9 @@
 
 Its choices depend only on the request and its own seeded state, so a run is reproducible for a seed.
 Use one instance per run: it remembers what it proposed.
-It knows a task only through what the server says of it (`autoresearch://tasks/{name}`: the params
-schema and the task's scripted plan), so a new task needs no edit here.
+It knows a task only through what the server says of it: the params schema (`autoresearch://tasks/{name}`)
+and the task's plan for the double (`autoresearch://tasks/{name}/scripted-plan`, read by the double alone:
+no host is sent it), so a new task needs no edit here.
 - params tasks (hpo-covertype): the defaults first, then random draws from the plan's prior mixed with
   perturbations of the best configuration, which it reads from the "Best ..." line of the summary or
   prompt (`Best: macro_f1=0.77 at #3, params n_estimators=300 ...`, or a JSON object on that line).
@@ -30,6 +31,7 @@ from autoresearch_mcp.client.llm.base import (
 )
 from autoresearch_mcp.contract.edits import apply_edits
 from autoresearch_mcp.contract.models import ScriptedPlan, TaskInfo
+from autoresearch_mcp.contract.tools import ToolName
 
 # Share of proposals that perturb the best so far (the rest explore the prior), as an LLM mostly
 # refines what works and now and then tries something new.
@@ -146,8 +148,8 @@ def parse_best(text: str, names: list[str]) -> dict[str, float] | None:
 
 
 class _ParamsPolicy:
-    def __init__(self, task: TaskInfo, rng: random.Random) -> None:
-        self.space = ParamSpace(task.params_schema, task.scripted)
+    def __init__(self, task: TaskInfo, plan: ScriptedPlan, rng: random.Random) -> None:
+        self.space = ParamSpace(task.params_schema, plan)
         self.rng = rng
         self.seen: set[tuple[Any, ...]] = set()
 
@@ -181,8 +183,8 @@ class _ParamsPolicy:
 
 
 class _CodePolicy:
-    def __init__(self, task: TaskInfo, original: str) -> None:
-        self.steps = task.scripted.steps
+    def __init__(self, plan: ScriptedPlan, original: str) -> None:
+        self.steps = plan.steps
         self.sources = [original]  # the file after each step, built as the steps are taken
         self.step = 0  # steps taken so far (cumulative from the original)
 
@@ -206,7 +208,7 @@ class _CodePolicy:
 
 def _last_edit_refused(request: LLMRequest) -> bool:
     """Whether the latest modify_train_py the request shows (whoever's call it was) came back an error."""
-    edits = {c.id for m in request.messages for c in m.tool_calls if c.name == "modify_train_py"}
+    edits = {c.id for m in request.messages for c in m.tool_calls if c.name == ToolName.MODIFY_TRAIN_PY}
     results = [r for m in request.messages for r in m.tool_results if r.tool_call_id in edits]
     return bool(results) and results[-1].is_error
 
@@ -220,17 +222,22 @@ class ScriptedLLM:
     def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
         return anthropic_wire_tools(tools)
 
-    def __init__(self, *, task: TaskInfo, original: str = "", seed: int = 42) -> None:
-        """`task` as the server describes it; `original`: train.py v1 (code tasks build on it)."""
-        if task.kind == "params" and not ParamSpace(task.params_schema, task.scripted).names:
+    def __init__(
+        self, *, task: TaskInfo, plan: ScriptedPlan | None = None, original: str = "", seed: int = 42
+    ) -> None:
+        """`task` as the server describes it, `plan` its plan for the double; `original`: train.py v1
+        (code tasks build on it)."""
+        plan = plan or ScriptedPlan()
+        if task.kind == "params" and not ParamSpace(task.params_schema, plan).names:
             raise LLMError(f"the scripted backend has no numeric params to search in task {task.name!r}")
-        if task.kind == "code" and not task.scripted.steps:
+        if task.kind == "code" and not plan.steps:
             raise LLMError(f"the scripted backend has no scripted steps for task {task.name!r}")
         self.task = task
+        self.plan = plan
         self.seed = seed
         self.rng = random.Random(seed)
-        self._hpo = _ParamsPolicy(task, self.rng) if task.kind == "params" else None
-        self._code = _CodePolicy(task, original) if task.kind == "code" else None
+        self._hpo = _ParamsPolicy(task, plan, self.rng) if task.kind == "params" else None
+        self._code = _CodePolicy(plan, original) if task.kind == "code" else None
         self._calls = 0
 
     def _id(self) -> str:
@@ -250,19 +257,19 @@ class ScriptedLLM:
 
     def _hpo_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
         assert self._hpo is not None
-        if stateful and "run_experiment" not in tools:
+        if stateful and ToolName.RUN_EXPERIMENT not in tools:
             raise LLMError("scripted backend: the request offers no run_experiment tool")
         proposal = self._hpo.propose(request_text(request))
         if proposal is None:
             return self._reply("DONE: no untried configuration left near the best.")
         params, why = proposal
         if stateful:
-            if self.task.agent.fixed_arguments.get("run_experiment", {}).get("base") == "best":
+            if self.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {}).get("base") == "best":
                 # The profile's protocol: send only what changes from the best (as the summary shows it).
                 best = parse_best(request_text(request), self._hpo.space.names) or {}
                 reference = {**self._hpo.space.defaults, **best}
                 params = {k: v for k, v in params.items() if reference.get(k) != v}
-            offered = next((t for t in request.tools if t.name == "run_experiment"), None)
+            offered = next((t for t in request.tools if t.name == ToolName.RUN_EXPERIMENT), None)
             offered_args = offered.input_schema.get("properties", {}) if offered is not None else {}
             if offered_args and "params" not in offered_args:
                 arguments: dict[str, Any] = params  # the params at the top level: the agent nests them
@@ -271,18 +278,24 @@ class ScriptedLLM:
             if "note" in offered_args:
                 # The reason travels once in each mode: as the note here, as the reply text when stateless.
                 arguments["note"] = why
-            return self._reply("", [ToolCall(id=self._id(), name="run_experiment", arguments=arguments)])
+            return self._reply(
+                "", [ToolCall(id=self._id(), name=ToolName.RUN_EXPERIMENT, arguments=arguments)]
+            )
         return self._reply(f"{why}\n{json.dumps(params)}")
 
     def _code_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
         assert self._code is not None
         benchmarks_itself = not self.task.agent.benchmark_after_edit
-        needed = {"modify_train_py", "run_benchmark"} if benchmarks_itself else {"modify_train_py"}
+        needed = (
+            {ToolName.MODIFY_TRAIN_PY, ToolName.RUN_BENCHMARK}
+            if benchmarks_itself
+            else {ToolName.MODIFY_TRAIN_PY}
+        )
         if stateful and not needed <= tools:
             raise LLMError(f"scripted backend: the request offers no {' + '.join(sorted(needed))} tools")
         # A refused edit means the server's train.py is not what the catalogue expects: resend in full.
         refused = _last_edit_refused(request)
-        offered = next((t for t in request.tools if t.name == "modify_train_py"), None)
+        offered = next((t for t in request.tools if t.name == ToolName.MODIFY_TRAIN_PY), None)
         whole_file = offered is None or "source" in offered.input_schema.get("properties", {"source": {}})
         if refused and not whole_file:
             self._code.retry()  # no whole file to fall back on: send the refused step's edits again
@@ -299,9 +312,9 @@ class ScriptedLLM:
             change["source"] = source
         else:
             change["edits"] = [{"search": s, "replace": r} for s, r in edits]
-        calls = [ToolCall(id=self._id(), name="modify_train_py", arguments=change)]
+        calls = [ToolCall(id=self._id(), name=ToolName.MODIFY_TRAIN_PY, arguments=change)]
         if benchmarks_itself:  # a profile whose agent does not benchmark each accepted edit
-            calls.append(ToolCall(id=self._id(), name="run_benchmark", arguments={}))
+            calls.append(ToolCall(id=self._id(), name=ToolName.RUN_BENCHMARK, arguments={}))
         return self._reply(f"Step {step}/{total}: {description}", calls)
 
     async def aclose(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse, ToolCall, ToolSpec
 from autoresearch_mcp.client.llm.scripted import ParamSpace, ScriptedLLM, parse_best, request_text
+from autoresearch_mcp.contract.tools import ToolName
 
 PARAMS_HABITS = ("copy_best", "flat_params")
 CODE_HABITS = ("break_indent",)
@@ -27,7 +28,7 @@ class SloppyLLM:
     def __init__(self, inner: ScriptedLLM) -> None:
         self.inner = inner
         self.cache_min_tokens = inner.cache_min_tokens
-        self.space = ParamSpace(inner.task.params_schema, inner.task.scripted)
+        self.space = ParamSpace(inner.task.params_schema, inner.plan)
         self.habits = PARAMS_HABITS if inner.task.kind == "params" else CODE_HABITS
         self.turn = 0
         self.used: list[str] = []  # the habits shown so far, in order (tests read it)
@@ -82,7 +83,7 @@ class SloppyLLM:
             if response.tool_calls:
                 call = ToolCall(
                     id=f"{response.tool_calls[0].id}_copy",
-                    name="run_experiment",
+                    name=ToolName.RUN_EXPERIMENT,
                     arguments={"params": params} if self._nested(request) else params,
                 )
                 return response.model_copy(update={"tool_calls": [call]})

@@ -16,11 +16,14 @@ from autoresearch_mcp.contract.models import BestResult, Run, RunStatus
 from autoresearch_mcp.server.store.artifacts import ArtifactRecords
 from autoresearch_mcp.server.store.counts import RunCounts
 from autoresearch_mcp.server.store.db import Database, canonical_json, now
-from autoresearch_mcp.server.store.experiments import ExperimentStore, Incumbent, KeepRule, better
+from autoresearch_mcp.server.store.experiments import BestChanged, ExperimentStore, Incumbent, Keep, better
 from autoresearch_mcp.server.store.jobs import JobRecords
 from autoresearch_mcp.server.store.notes import EventRecords, NoteRecords
 
-__all__ = ["Incumbent", "KeepRule", "Store", "better"]
+__all__ = ["BestChanged", "Incumbent", "Keep", "RunRef", "Store", "better"]
+
+# A run as a caller hands it over: the record it holds (read once, passed along), or its id.
+RunRef = Run | str
 
 
 class Store(ExperimentStore):
@@ -74,6 +77,16 @@ class Store(ExperimentStore):
                 kind="unknown_run",
             )
         return self._run_from_row(row)
+
+    def run(self, ref: RunRef) -> Run:
+        """The record itself, or the run the id names."""
+        return ref if isinstance(ref, Run) else self.get_run(ref)
+
+    def status_of(self, run_id: str) -> RunStatus:
+        row = self.db.reader().execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise ResearchError(f"unknown run {run_id!r}", kind="unknown_run")
+        return row["status"]
 
     def list_runs(self, status: RunStatus | None = None) -> list[Run]:
         sql, args = "SELECT * FROM runs", ()

@@ -8,7 +8,6 @@ grows with the run; tests/server/test_query_plans.py holds them to it with EXPLA
 import json
 import os
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,8 +40,18 @@ class Incumbent:
     samples: list[float] = field(default_factory=list)
 
 
-# Decides, given the current best (None: there is none), whether an experiment becomes the new best.
-KeepRule = Callable[[Incumbent | None], bool]
+@dataclass(frozen=True)
+class Keep:
+    """A keep decision, taken by the task's rule (Task.keeps) against the best of its time: whether the
+    experiment becomes the best, and `over`, the id of the best it was compared with (None: none)."""
+
+    kept: bool
+    over: int | None
+
+
+class BestChanged(Exception):
+    """Another experiment became the best between a keep decision and its write: decide again."""
+
 
 # The exact-repeat lookup names its index: ordered by iteration, the planner would rather walk the
 # (run_id, iteration) index over the whole run than sort the one or two rows this index finds.
@@ -133,11 +142,11 @@ class ExperimentStore:
         error_tail: str | None,
         duration_s: float,
         samples: list[float] | None = None,
-        keep: KeepRule | None = None,
+        keep: Keep | None = None,
     ) -> Experiment:
-        """Store the outcome; mark it kept when `keep` says it beats the current best (by default: a
-        strictly better metric). Decided in the same transaction as the write, so two experiments ending
-        at once are each compared with the best the other left."""
+        """Store the outcome, kept as `keep` decided; BestChanged when the best it was decided against
+        is no longer the best (two experiments ending at once are each compared with the best the other
+        left). Without `keep`: kept when its metric is strictly better than the best's."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "SELECT e.run_id, r.config_json FROM experiments e JOIN runs r ON r.id = e.run_id"
@@ -145,12 +154,14 @@ class ExperimentStore:
                 (exp_id,),
             ).fetchone()
             config = json.loads(row["config_json"])
-            direction = config.get("direction", "max")
             kept = False
             if status == "ok" and metric is not None:
                 best = self._incumbent(conn, row["run_id"], config, exclude=exp_id)
-                rule = keep or (lambda best: best is None or better(metric, best.value, direction))
-                kept = bool(rule(best))
+                if keep is None:
+                    kept = best is None or better(metric, best.value, config.get("direction", "max"))
+                else:
+                    _check_over(best, keep)
+                    kept = keep.kept
             conn.execute(
                 "UPDATE experiments SET status = ?, metrics_json = ?, metric = ?, kept = ?, error_tail = ?,"
                 " finished_at = ?, duration_s = ?, samples_json = ? WHERE id = ?",
@@ -170,9 +181,9 @@ class ExperimentStore:
                 self._set_kept_seq(conn, row["run_id"], exp_id)
         return self.get_experiment(exp_id)
 
-    def decide_keep(self, exp_id: int, keep: KeepRule, metrics: dict[str, float]) -> Experiment:
-        """Decide later whether a finished ok experiment becomes the best (after its re-evaluations),
-        merging `metrics` into its own."""
+    def decide_keep(self, exp_id: int, keep: Keep, metrics: dict[str, float]) -> Experiment:
+        """Keep a finished ok experiment later (after its re-evaluations) as `keep` decided, merging
+        `metrics` into its own; BestChanged as complete_experiment."""
         with self.db.transaction() as conn:
             row = conn.execute(
                 "SELECT e.run_id, e.metrics_json, r.config_json FROM experiments e"
@@ -180,7 +191,8 @@ class ExperimentStore:
                 (exp_id,),
             ).fetchone()
             best = self._incumbent(conn, row["run_id"], json.loads(row["config_json"]), exclude=exp_id)
-            kept = bool(keep(best))
+            _check_over(best, keep)
+            kept = keep.kept
             merged = {**json.loads(row["metrics_json"]), **metrics}
             conn.execute(
                 "UPDATE experiments SET metrics_json = ?, kept = ? WHERE id = ?",
@@ -198,10 +210,12 @@ class ExperimentStore:
             (run_id, exp_id),
         )
 
-    def incumbent(self, run_id: str) -> Incumbent | None:
-        """The current best as a keep rule sees it."""
-        row = self.db.reader().execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return self._incumbent(self.db.reader(), run_id, json.loads(row["config_json"]))
+    def incumbent(self, run_id: str, config: dict[str, Any] | None = None) -> Incumbent | None:
+        """The current best as a keep rule sees it (`config`: the run's, when the caller holds it)."""
+        if config is None:
+            row = self.db.reader().execute("SELECT config_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+            config = json.loads(row["config_json"])
+        return self._incumbent(self.db.reader(), run_id, config)
 
     def _incumbent(
         self, conn: sqlite3.Connection, run_id: str, config: dict[str, Any], exclude: int | None = None
@@ -316,6 +330,11 @@ class ExperimentStore:
                     (stamp, "the server stopped while this experiment ran", exp_id),
                 )
         return len(dead)
+
+
+def _check_over(best: Incumbent | None, keep: Keep) -> None:
+    if (None if best is None else best.experiment.id) != keep.over:
+        raise BestChanged
 
 
 def _experiment_from_row(row: sqlite3.Row) -> Experiment:

@@ -1,6 +1,7 @@
 """What a task is: a fixed harness, a mutable artifact (train.py), a typed parameter schema, a metric."""
 
 import logging
+import os
 from abc import ABC, abstractmethod
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -47,6 +48,26 @@ DEFAULT_PROFILES = {
         how="Change train.py with modify_train_py, then call run_benchmark.",
     ),
 }
+
+
+class TaskSettings(BaseModel):
+    """A task's own settings: what the operator gives it through the server's flags or environment
+    (ServerSettings.task_settings), read by the task's model alone. A field names its environment
+    variable in `json_schema_extra={"env": ...}`; None means the task's own default."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @classmethod
+    def env_of(cls, name: str) -> str | None:
+        """The environment variable the field `name` reads, if it names one."""
+        extra = cls.model_fields[name].json_schema_extra
+        return str(extra["env"]) if isinstance(extra, dict) and extra.get("env") else None
+
+    @classmethod
+    def from_environment(cls) -> dict[str, str]:
+        """The values this model's fields take from the environment, where it sets them."""
+        found = {name: os.environ.get(cls.env_of(name) or "") for name in cls.model_fields}
+        return {name: value for name, value in found.items() if value}
 
 
 class NoParams(BaseModel):
@@ -116,6 +137,8 @@ class Task(ABC):
     # The harness entry points ("module:function") this task runs in the sandbox; the registry admits
     # them, and the sandbox runs nothing else.
     sandbox_entries: ClassVar[tuple[str, ...]] = ()
+    # What the operator may set for this task (its data, its sizes): validated by the task itself.
+    settings_model: ClassVar[type[TaskSettings]] = TaskSettings
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Defining a task admits its harness entry points: the sandbox runs nothing else.
@@ -171,7 +194,6 @@ class Task(ABC):
             params_schema=self.params_model.model_json_schema(),
             files=self.editable(),
             agent=self.agent_profile(),
-            scripted=self.scripted_plan(),
         )
 
     def describe(self) -> str:

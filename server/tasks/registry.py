@@ -3,13 +3,16 @@ folders come from the server's settings (`task_dirs`), so each server knows its 
 
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from importlib.metadata import entry_points
 from typing import Any
 
 from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.server.tasks.base import Task
+from autoresearch_mcp.contract.models import Run
+from autoresearch_mcp.contract.tools import ToolName
+from autoresearch_mcp.server.tasks.base import Task, TaskSettings
+from autoresearch_mcp.server.tasks.recorded import recorded_task
 
 TaskFactory = Callable[[dict[str, Any]], Task]
 _REGISTRY: dict[str, TaskFactory] = {}
@@ -60,6 +63,35 @@ def _folders(settings: dict[str, Any] | None) -> dict[str, TaskFactory]:
     return found
 
 
+def settings_models() -> list[type[TaskSettings]]:
+    """The settings model of every task registered as its class (a factory function declares none)."""
+    _load_builtins()
+    models = {f.settings_model for f in _REGISTRY.values() if isinstance(f, type) and issubclass(f, Task)}
+    return sorted(models, key=lambda model: model.__qualname__)
+
+
+def setting_variable(name: str) -> str | None:
+    """The environment variable a task's setting `name` reads, if its task names one."""
+    return next((model.env_of(name) for model in settings_models() if name in model.model_fields), None)
+
+
+def check_task_settings(settings: dict[str, Any], given: Set[str] = frozenset()) -> None:
+    """Every registered task's settings, validated by the task's own model now, at start: a bad value
+    (a flag, or a variable in the environment) is refused before anything runs (ValidationError), and
+    a setting given that no task declares is refused too (a typo would otherwise be ignored)."""
+    models = settings_models()
+    for model in models:
+        model.model_validate(settings)
+    known = {name for model in models for name in model.model_fields}
+    unknown = sorted(given - known)
+    if unknown:
+        raise ResearchError(
+            f"--task-setting {unknown[0]}: no registered task declares this setting; the settings: "
+            f"{', '.join(sorted(known))}",
+            kind="bad_argument",
+        )
+
+
 def make_task_from(module: str, name: str, settings: dict[str, Any]) -> Task:
     """Import `module` (which registers `name`) and make that task, without importing every other
     task first: a job worker needs only the task its job runs (the built-ins pull in scikit-learn)."""
@@ -83,3 +115,33 @@ def _load_builtins() -> None:
     for module in filter(None, (m.strip() for m in os.environ.get(ENV_TASK_PLUGINS, "").split(","))):
         importlib.import_module(module)
     _loaded = True
+
+
+class Tasks:
+    """The tasks one server runs, each made once from its settings (a task may cache data)."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+        self._made: dict[str, Task] = {}
+
+    def names(self) -> list[str]:
+        return task_names(self.settings)
+
+    def __call__(self, name: str) -> Task:
+        if name not in self._made:
+            self._made[name] = make_task(name, self.settings)
+        return self._made[name]
+
+    def of_run(self, run: Run) -> Task:
+        """The run's task; one this server does not register (a task folder another server registered)
+        as the run recorded it: enough to read the run, never to run it."""
+        try:
+            return self(run.task)
+        except ResearchError as exc:
+            if exc.kind != "unknown_task":
+                raise
+            return recorded_task(run)
+
+    def evaluated_by(self, tool: ToolName) -> list[str]:
+        """The tasks whose experiments run through `tool` (run_experiment or run_benchmark)."""
+        return [name for name in self.names() if self(name).experiment_tool == tool]

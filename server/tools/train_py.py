@@ -1,20 +1,9 @@
-"""Tools on the mutable artifact: get_current_train_py, modify_train_py, revert_train_py."""
+"""The tools on the mutable artifact, each named like its logic in research.train_py
+(server/train_py.py)."""
 
-from typing import Annotated
-
-from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
-from pydantic import BaseModel, ConfigDict, Field
-
-from autoresearch_mcp.contract.models import ArtifactInfo, ArtifactVersion, line_count
+from autoresearch_mcp.contract.arguments import GetCurrentTrainPyArgs, ModifyTrainPyArgs, RevertTrainPyArgs
+from autoresearch_mcp.contract.models import ArtifactInfo, ArtifactVersion, Run, line_count
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.tools.common import ADDITIVE, READ_ONLY, RunId, RunResolver, refusals
-
-
-class Edit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    search: str = Field(min_length=1, max_length=20_000, description="exact text, occurring once in train.py")
-    replace: str = Field(max_length=20_000, description="its replacement")
 
 
 def artifact_info(version: ArtifactVersion, with_source: bool) -> ArtifactInfo:
@@ -28,47 +17,15 @@ def artifact_info(version: ArtifactVersion, with_source: bool) -> ArtifactInfo:
     )
 
 
-def register(mcp: MCPServer, research: Research, run_for: RunResolver) -> None:
-    service = research.runs
+def get_current_train_py(research: Research, run: Run, args: GetCurrentTrainPyArgs) -> ArtifactInfo:
+    return artifact_info(research.train_py.get_current_train_py(run), with_source=True)
 
-    @mcp.tool(annotations=READ_ONLY)
-    @refusals
-    def get_current_train_py(ctx: Context, run_id: RunId = None) -> ArtifactInfo:
-        """Any task: the current train.py (source, version, sha256). Read it before editing it. Code tasks
-        (codeopt-records) are worked by editing it; params tasks may change their model setup in it too."""
-        return artifact_info(service.current_artifact(run_for(ctx, run_id)), with_source=True)
 
-    @mcp.tool(annotations=ADDITIVE)
-    @refusals
-    def modify_train_py(
-        ctx: Context,
-        description: Annotated[
-            str, Field(min_length=1, max_length=500, description="what the change does and why, one line")
-        ],
-        source: Annotated[
-            str | None, Field(max_length=200_000, description="the whole new file (or give edits)")
-        ] = None,
-        edits: Annotated[
-            list[Edit] | None,
-            Field(max_length=50, description="search/replace edits applied in order (or give source)"),
-        ] = None,
-        run_id: RunId = None,
-    ) -> ArtifactInfo:
-        """Any task (the main tool of code tasks such as codeopt-records): change train.py with exactly one
-        of `source` or `edits`, keeping the entry points and harness calls it has. Guardrails check it
-        first; a rejected edit changes nothing and says why. Every version is kept."""
-        pairs = None if edits is None else [(e.search, e.replace) for e in edits]
-        version = service.modify_artifact(run_for(ctx, run_id), description, source, pairs)
-        return artifact_info(version, with_source=False)
+def modify_train_py(research: Research, run: Run, args: ModifyTrainPyArgs) -> ArtifactInfo:
+    edits = None if args.edits is None else [(edit.search, edit.replace) for edit in args.edits]
+    version = research.train_py.modify_train_py(run, args.description, args.source, edits)
+    return artifact_info(version, with_source=False)
 
-    @mcp.tool(annotations=ADDITIVE)
-    @refusals
-    def revert_train_py(
-        ctx: Context,
-        version: Annotated[
-            int, Field(ge=1, le=1_000_000, description="the version to restore; 1 = the original")
-        ],
-        run_id: RunId = None,
-    ) -> ArtifactInfo:
-        """Any task: restore an earlier version of train.py (as a new version)."""
-        return artifact_info(service.revert_artifact(run_for(ctx, run_id), version), with_source=False)
+
+def revert_train_py(research: Research, run: Run, args: RevertTrainPyArgs) -> ArtifactInfo:
+    return artifact_info(research.train_py.revert_train_py(run, args.version), with_source=False)

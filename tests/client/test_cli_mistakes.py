@@ -317,10 +317,10 @@ def test_delete_asks_for_yes_refuses_a_running_run_and_removes_everything_record
     with Research(ServerSettings(db_path=db)) as research:
         finished, _ = research.runs.start_run("toy-quadratic", 2, None, 7, None)
         research.runs.add_note(finished.id, "x near 0.3", "strategy")
-        research.runs.run_experiment(finished.id, {"x": 0.3}, None)
+        research.experiments.run_experiment(finished.id, {"x": 0.3}, None)
         with pytest.raises(ResearchError):  # a refusal: an event recorded under the run
-            research.runs.run_experiment(finished.id, {"x": 0.3}, None)
-        research.runs.run_experiment(finished.id, {"x": 1.0}, None)
+            research.experiments.run_experiment(finished.id, {"x": 0.3}, None)
+        research.experiments.run_experiment(finished.id, {"x": 1.0}, None)
     running = a_running_run(db)
 
     line = one_line(capsys, "delete", finished.id, "--db", str(db))

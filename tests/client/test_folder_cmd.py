@@ -8,9 +8,8 @@ import pytest
 
 from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.files import pack
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.folder.spec import load_folder
 from folder_fixture import make_folder
 
@@ -65,12 +64,12 @@ def test_init_asks_only_for_what_the_script_does_not_show(tmp_path, capsys):
 def run_with_a_second_version(tmp_path: Path, folder: Path, source: str) -> Path:
     db = tmp_path / "runs.db"
     settings = ServerSettings(db_path=db, task_dirs=[str(folder)])
-    service = RunService(Store(db), settings)
-    run, _ = service.start_run(folder.name, 3, None, 1, None)
-    service.modify_artifact(run.id, "better", source, None)
-    service.run_benchmark(run.id) if service.task(folder.name).experiment_tool == "run_benchmark" else (
-        service.run_experiment(run.id, {}, None)
-    )
+    service = Research(settings.model_copy(update={"db_path": db})).open()
+    run, _ = service.runs.start_run(folder.name, 3, None, 1, None)
+    service.train_py.modify_train_py(run.id, "better", source, None)
+    service.experiments.run_benchmark(run.id) if service.tasks(
+        folder.name
+    ).experiment_tool == "run_benchmark" else (service.experiments.run_experiment(run.id, {}, None))
     return db
 
 

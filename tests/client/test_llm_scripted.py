@@ -21,7 +21,8 @@ from conftest import scripted_llm
 HPO = "hpo-covertype"
 CODE = "codeopt-records"
 HPO_INFO = make_task("hpo-covertype", {}).info()
-SPACE = ParamSpace(HPO_INFO.params_schema, HPO_INFO.scripted)
+HPO_PLAN = make_task("hpo-covertype", {}).scripted_plan()
+SPACE = ParamSpace(HPO_INFO.params_schema, HPO_PLAN)
 BEST_LINE = (
     "Best: macro_f1=0.7712 at #3, train.py v1, "
     "params n_estimators=300 max_depth=10 learning_rate=0.15 subsample=0.8"
@@ -88,7 +89,7 @@ async def test_hpo_perturbations_start_from_the_best_configuration_it_is_shown()
 async def test_hpo_stateful_replies_with_one_call_holding_only_what_it_changes_from_the_best() -> None:
     # The task's profile has the agent send base="best": a proposal is its changes to the best.
     assert HPO_INFO.agent.fixed_arguments["run_experiment"] == {"base": "best"}
-    llm = make_llm("scripted", model=None, task=HPO_INFO, seed=42)
+    llm = make_llm("scripted", model=None, task=HPO_INFO, plan=HPO_PLAN, seed=42)
     assert llm.name == "scripted" and llm.scripted
     response = await llm.complete(_stateful("Best: none yet", "run_experiment"))
     assert response.stop_reason == "tool_use" and response.usage is None and response.model == "scripted"
@@ -107,7 +108,7 @@ async def test_hpo_stateful_replies_with_one_call_holding_only_what_it_changes_f
 
 @pytest.mark.asyncio
 async def test_hpo_stateful_sends_its_reason_as_the_note_when_the_tool_offers_one() -> None:
-    llm = make_llm("scripted", model=None, task=HPO_INFO, seed=42)
+    llm = make_llm("scripted", model=None, task=HPO_INFO, plan=HPO_PLAN, seed=42)
     with_note = ToolSpec(
         name="run_experiment",
         description="",

@@ -116,7 +116,8 @@ def test_the_anthropic_example_runs_a_research_session_through_the_sdk_mcp_helpe
     db = tmp_path / "runs.db"
 
     with fakes.FakeAnthropicServer(handler=scripted_model(anthropic_reply)) as fake:
-        assert anthropic_example.main([*TOY_ARGS, "--db", str(db), "--base-url", fake.base_url]) == 0
+        argv = [*TOY_ARGS, "--all-tools", "--db", str(db), "--base-url", fake.base_url]
+        assert anthropic_example.main(argv) == 0
 
     assert recorded(db) == ([("toy-quadratic", "stopped", "reached the optimum")], EXPECTED_EXPERIMENTS)
     bodies = fake.bodies("/v1/messages")
@@ -141,7 +142,16 @@ def test_the_openai_agents_example_runs_a_research_session_through_its_builtin_m
     db = tmp_path / "runs.db"
 
     with fakes.FakeOpenAIServer(handler=scripted_model(openai_reply)) as fake:
-        argv = [*TOY_ARGS, "--db", str(db), "--base-url", fake.base_url, "--model", "qwen2.5-coder"]
+        argv = [
+            *TOY_ARGS,
+            "--all-tools",
+            "--db",
+            str(db),
+            "--base-url",
+            fake.base_url,
+            "--model",
+            "qwen2.5-coder",
+        ]
         assert openai_agents_example.main(argv) == 0
 
     assert recorded(db) == ([("toy-quadratic", "stopped", "reached the optimum")], EXPECTED_EXPERIMENTS)
@@ -156,6 +166,85 @@ def test_the_openai_agents_example_runs_a_research_session_through_its_builtin_m
     assert refusal["role"] == "tool" and "less than or equal to 10" in json.dumps(refusal["content"])
     out = capfd.readouterr().out
     assert FINAL_TEXT in out and "stopped, 2/3 used" in out
+
+
+# A session against a server focused on the task: the model is offered only what the bundled agent
+# offers its model, and sends no run_id. Three experiments use the budget of three.
+FOCUSED: list[dict[str, Any]] = [
+    {"params": {"x": 1.0}},
+    {"params": {"x": 0.3, "y": -0.2}},
+    {"params": {"x": 0.5}},
+]
+
+
+def focused_model(reply: Callable[[str | None, tuple[str, dict[str, Any]] | None], dict[str, Any]]) -> Any:
+    def handler(body: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn >= len(FOCUSED):
+            return reply(FINAL_TEXT, None)
+        return reply(None, ("run_experiment", FOCUSED[turn]))
+
+    return handler
+
+
+FOCUSED_EXPERIMENTS = [
+    (1, "ok", {"x": 1.0, "y": 0.0, "sleep": 0.0}),
+    (2, "ok", {"x": 0.3, "y": -0.2, "sleep": 0.0}),
+    (3, "ok", {"x": 0.5, "y": 0.0, "sleep": 0.0}),
+]
+FOCUSED_TOOLS = {"run_experiment", "get_experiment_history", "add_note"}  # the toy task's profile
+
+
+def test_the_openai_agents_example_offers_the_tasks_tools_as_our_agent_does_and_stops_when_the_run_ends(
+    tmp_path: Path, toy_server_env: None, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    db = tmp_path / "runs.db"
+    with fakes.FakeOpenAIServer(handler=focused_model(openai_reply)) as fake:
+        argv = [*TOY_ARGS, "--db", str(db), "--base-url", fake.base_url, "--tool-choice", "run_experiment"]
+        assert openai_agents_example.main(argv) == 0
+
+    assert recorded(db) == (
+        [("toy-quadratic", "exhausted", "exhausted after experiment #3")],
+        FOCUSED_EXPERIMENTS,
+    )
+    bodies = fake.bodies("/chat/completions")
+    assert len(bodies) == 3  # forced each turn, and the run's end ended the loop
+    assert all(
+        b["tool_choice"] == {"type": "function", "function": {"name": "run_experiment"}} for b in bodies
+    )
+    tools = {t["function"]["name"]: t["function"] for t in bodies[0]["tools"]}
+    assert set(tools) == FOCUSED_TOOLS
+    schema = tools["run_experiment"]["parameters"]
+    assert "run_id" not in schema["properties"]
+    assert schema["properties"]["params"]["properties"] == {
+        n: {"type": "number"} for n in ("x", "y", "sleep")
+    }
+    system = bodies[0]["messages"][0]["content"]
+    assert (
+        system.startswith("You run experiments autonomously.")
+        and "toy-quadratic: running, 0/3 used" in system
+    )
+    result = bodies[1]["messages"][-1]
+    assert result["role"] == "tool" and "#1 ok -0.5300 NEW BEST" in json.dumps(result["content"])
+    assert "toy-quadratic: running, 1/3 used" in json.dumps(result["content"])  # the summary, each turn
+    assert "exhausted, 3/3 used" in capfd.readouterr().out
+
+
+def test_the_anthropic_example_offers_the_tasks_tools_as_our_agent_does(
+    tmp_path: Path, toy_server_env: None, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    db = tmp_path / "runs.db"
+    with fakes.FakeAnthropicServer(handler=focused_model(anthropic_reply)) as fake:
+        assert anthropic_example.main([*TOY_ARGS, "--db", str(db), "--base-url", fake.base_url]) == 0
+
+    assert recorded(db)[1] == FOCUSED_EXPERIMENTS
+    bodies = fake.bodies("/v1/messages")
+    assert {t["name"] for t in bodies[0]["tools"]} == FOCUSED_TOOLS
+    assert "run_id" not in json.dumps(bodies[0]["tools"])
+    result = bodies[1]["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and "#1 ok -0.5300 NEW BEST" in json.dumps(result["content"])
 
 
 @pytest.mark.parametrize("script", ["anthropic_mcp_agent.py", "openai_agents_agent.py"])

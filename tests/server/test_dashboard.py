@@ -299,7 +299,7 @@ def test_a_code_task_report_shows_each_rows_edit_description(tmp_path):
 
 def test_line_counts_agree_between_the_tool_the_view_and_the_dashboard(tmp_path):
     from autoresearch_mcp.contract.models import line_count
-    from autoresearch_mcp.server.query import query_views
+    from autoresearch_mcp.server.query import query_results
 
     store = Store(tmp_path / "runs.db")
     source = "a = 1\nb = 2\n"
@@ -313,7 +313,7 @@ def test_line_counts_agree_between_the_tool_the_view_and_the_dashboard(tmp_path)
         initial_source=source,
     )
     store.artifacts.add(run.id, "a = 1", "no final newline")
-    viewed = query_views(store.path, "SELECT version, lines FROM v_artifacts ORDER BY version", 10).rows
+    viewed = query_results(store.path, "SELECT version, lines FROM v_artifacts ORDER BY version", 10).rows
     shown = [(v.version, v.lines) for v in run_detail(store, run.id, tmp_path).versions]
     assert viewed == [[1, 2], [2, 1]] and shown == [(1, 2), (2, 1)]
     assert [line_count(source), line_count("a = 1"), line_count("")] == [2, 1, 0]

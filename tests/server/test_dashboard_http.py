@@ -24,8 +24,8 @@ def served_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Starlette:
 
 
 def test_the_http_server_serves_the_dashboard_at_its_own_route_behind_the_token(served_app):
-    service = served_app.state.service
-    run, _ = service.start_run("toy-quadratic", budget=4, target=None, seed=1, name="over http")
+    research = served_app.state.research
+    run, _ = research.runs.start_run("toy-quadratic", budget=4, target=None, seed=1, name="over http")
     with TestClient(served_app, base_url="http://127.0.0.1:8765", follow_redirects=False) as client:
         assert client.get("/dashboard/api/runs").status_code == 401
         assert 'action="/dashboard/login"' in client.get("/dashboard/").text

@@ -14,8 +14,6 @@ from mcp import Client
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.runs import RunService
-from autoresearch_mcp.server.store import Store
 
 pytestmark = pytest.mark.asyncio
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -73,9 +71,9 @@ async def test_the_prompt_with_an_unknown_task_names_it_and_lists_the_tasks(sett
 
 @pytest.mark.parametrize("target", [math.nan, math.inf, -math.inf])
 async def test_a_non_finite_target_is_refused(settings, target):
-    service = RunService(Store(settings.db_path), settings)
+    service = Research(settings).open()
     with pytest.raises(ResearchError, match="finite"):
-        service.start_run("toy-quadratic", 5, target, 42, None)
+        service.runs.start_run("toy-quadratic", 5, target, 42, None)
 
 
 @pytest.mark.parametrize("text", ["a\x00b", "bell\x07", "esc\x1b[31mred", "rtl\u202eoverride", "cr\rlf"])

@@ -9,9 +9,9 @@ import pytest
 from bulk import bulk_run
 from mcp import Client
 
+from autoresearch_mcp.contract.arguments import HISTORY_MAX, HISTORY_PAGE
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.runs import HISTORY_MAX, HISTORY_PAGE
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 

@@ -11,10 +11,11 @@ import anyio
 import pytest
 from mcp import Client
 
+from autoresearch_mcp.server import jobs
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tools import common, jobs
+from autoresearch_mcp.server.tools import calls
 
 pytestmark = pytest.mark.asyncio
 
@@ -82,7 +83,7 @@ async def test_a_flat_call_is_refused_with_how_to_wrap_it_and_costs_nothing(sett
 
 
 async def test_run_experiment_sends_progress_while_it_trains(settings, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(common, "PROGRESS_EVERY_S", 0.1)
+    monkeypatch.setattr(calls, "PROGRESS_EVERY_S", 0.1)
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -114,7 +115,7 @@ async def test_a_refusal_inside_a_progress_reporting_tool_is_still_a_refusal(set
 
 
 async def test_run_benchmark_sends_progress_while_it_times(tmp_path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(common, "PROGRESS_EVERY_S", 0.05)
+    monkeypatch.setattr(calls, "PROGRESS_EVERY_S", 0.05)
     seen: list[Any] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:

@@ -14,8 +14,7 @@ import pytest
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.sandbox import cgroups
-from autoresearch_mcp.server.runs import RunService
-from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.hpo_covertype.data import _split_arrays, prepare_split
 from conftest import TESTS_DIR
 
@@ -26,8 +25,8 @@ FIXTURE_CSV_SHA256 = "2e40c2895ab4f4859a7dfe7ebfee287aebfe2b7d0cb2906a6fe46a72c9
 SHIPPED_SHA256 = "e5a404ddd05ecdb2c9ab202726d5b16454891aca873b6aaef16ab780f3e81ee5"
 
 
-def service_for(settings) -> RunService:
-    return RunService(Store(settings.db_path), settings)
+def service_for(settings) -> Research:
+    return Research(settings).open()
 
 
 def csv_text(path: Path) -> str:
@@ -85,9 +84,9 @@ def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics
     settings, data: str, request: pytest.FixtureRequest
 ):
     csv = request.getfixturevalue(data)  # the fixture, and the 20,000 rows (skipped without them)
-    service = service_for(settings.model_copy(update={"covtype_path": str(csv)}))
-    run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name="smoke")
-    result = service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 3}, "tiny")
+    service = service_for(settings.with_options(covtype_path=str(csv)))
+    run, _ = service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name="smoke")
+    result = service.experiments.run_experiment(run.id, {"n_estimators": 10, "max_depth": 3}, "tiny")
     exp = result.experiment
     assert exp.status == "ok", exp.error_tail
     assert set(exp.metrics) >= {"macro_f1", "precision", "recall", "accuracy", "train_seconds"}
@@ -104,10 +103,10 @@ SCORING = "    harness.evaluate(model.predict(data.X_test))\n"
 def experiment_with_scoring_as(settings, scoring: str) -> Experiment:
     """One small experiment on a train.py whose scoring line is replaced by `scoring`."""
     service = service_for(settings)
-    run, _ = service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
-    source = service.current_artifact(run.id).source.replace(SCORING, scoring)
-    service.modify_artifact(run.id, "changed scoring", source, None)
-    return service.run_experiment(run.id, {"n_estimators": 10, "max_depth": 2}, None).experiment
+    run, _ = service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+    source = service.train_py.get_current_train_py(run.id).source.replace(SCORING, scoring)
+    service.train_py.modify_train_py(run.id, "changed scoring", source, None)
+    return service.experiments.run_experiment(run.id, {"n_estimators": 10, "max_depth": 2}, None).experiment
 
 
 def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_score(settings):
@@ -124,9 +123,9 @@ def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_th
         raise OSError("<urlopen error [Errno -2] Name or service not known>")
 
     monkeypatch.setattr(sklearn.datasets, "fetch_covtype", offline)
-    service = service_for(settings.model_copy(update={"covtype_path": "full"}))
+    service = service_for(settings.with_options(covtype_path="full"))
     with pytest.raises(ResearchError) as error:
-        service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+        service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     message, operator = str(error.value), error.value.detail["operator"]
     assert error.value.kind == "unavailable"
     assert "no Covertype data" in message and "tell the server's operator" in message
@@ -135,9 +134,9 @@ def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_th
     assert "\n" not in operator and "AUTORESEARCH_COVTYPE" in operator
     assert service.store.list_runs() == []
 
-    service = service_for(settings.model_copy(update={"covtype_path": str(tmp_path / "dir" / "nope.csv")}))
+    service = service_for(settings.with_options(covtype_path=str(tmp_path / "dir" / "nope.csv")))
     with pytest.raises(ResearchError) as error:
-        service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+        service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     assert str(tmp_path) not in str(error.value)
     assert "no file 'nope.csv'" in error.value.detail["operator"]
     assert str(tmp_path) not in error.value.detail["operator"]
@@ -148,8 +147,8 @@ def test_without_a_data_setting_the_sample_shipped_in_the_package_is_the_data(se
 
     assert hashlib.sha256(SHIPPED.read_bytes()).hexdigest() == SHIPPED_SHA256  # its PROVENANCE.md
     assert (SHIPPED.parent / "PROVENANCE.md").is_file()
-    service = service_for(settings.model_copy(update={"covtype_path": None}))
-    run, _ = service.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
+    service = service_for(settings.with_options(covtype_path=None))
+    run, _ = service.runs.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
     options = run.config["options"]
     assert (options["data"], options["n_train"], options["n_test"]) == (
         "csv:covtype_20k.csv.gz",
@@ -161,9 +160,9 @@ def test_without_a_data_setting_the_sample_shipped_in_the_package_is_the_data(se
 def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
-    service = service_for(settings.model_copy(update={"covtype_path": str(bad)}))
+    service = service_for(settings.with_options(covtype_path=str(bad)))
     with pytest.raises(ResearchError) as error:
-        service.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
+        service.runs.start_run("hpo-covertype", budget=3, target=None, seed=42, name=None)
     assert "expected 54 features + Cover_Type" in error.value.detail["operator"]
 
 
@@ -184,8 +183,8 @@ def test_the_full_setting_loads_covertype_with_the_real_loader(settings, monkeyp
     monkeypatch.setattr(sklearn.datasets, "fetch_covtype", download)
     _split_arrays.cache_clear()
     try:
-        service = service_for(settings.model_copy(update={"covtype_path": "full"}))
-        run, _ = service.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
+        service = service_for(settings.with_options(covtype_path="full"))
+        run, _ = service.runs.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
     finally:
         _split_arrays.cache_clear()  # the stand-in's split must not outlive this test
     assert calls and run.status == "running"
@@ -193,19 +192,27 @@ def test_the_full_setting_loads_covertype_with_the_real_loader(settings, monkeyp
 
 def test_a_training_past_the_configured_wall_clock_limit_is_killed_and_recorded_as_a_timeout(settings):
     stuck = "    while True:\n        pass\n" + SCORING
-    exp = experiment_with_scoring_as(settings.model_copy(update={"hpo_wall_s": 2}), stuck)
+    exp = experiment_with_scoring_as(settings.with_options(hpo_wall_s=2), stuck)
     assert exp.status == "timeout" and "wall-clock limit of 2 s" in (exp.error_tail or "")
 
 
-def test_the_wall_clock_limit_comes_from_the_environment_and_a_bad_value_is_refused(monkeypatch, tmp_path):
+def test_the_wall_clock_limit_is_the_tasks_own_setting_from_the_environment_and_a_bad_value_is_refused(
+    monkeypatch, tmp_path
+):
     from pydantic import ValidationError
 
     from autoresearch_mcp.server.settings import ServerSettings
+    from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOCovertypeTask
+    from autoresearch_mcp.server.tasks.registry import check_task_settings
+
+    def task_settings() -> dict:
+        return ServerSettings(db_path=tmp_path / "runs.db").task_settings()
 
     monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "45")
-    assert ServerSettings(db_path=tmp_path / "runs.db").hpo_wall_s == 45
+    assert HPOCovertypeTask(task_settings()).wall_s == 45
     monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "soon")
     with pytest.raises(ValidationError, match="hpo_wall_s"):
-        ServerSettings(db_path=tmp_path / "runs.db")
+        check_task_settings(task_settings())  # what the server checks at start
     monkeypatch.delenv("AUTORESEARCH_HPO_WALL_S")
-    assert ServerSettings(db_path=tmp_path / "runs.db").hpo_wall_s == 600
+    assert HPOCovertypeTask(task_settings()).wall_s == 600
+    assert "hpo_wall_s" not in ServerSettings.model_fields  # the server's own settings know none of it

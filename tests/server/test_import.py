@@ -24,17 +24,17 @@ def research_run(settings: ServerSettings) -> str:
     """A run with a bit of everything: a crash, a new train.py version (long enough to be read in
     slices), both kinds of note, and a best on v2."""
     with Research(settings) as research:
-        service = research.runs
-        run, _ = service.start_run("toy-quadratic", 10, None, 7, "to move")
-        service.run_experiment(run.id, {"x": 1.0}, "first")
-        service.run_experiment(run.id, {"x": 9.0}, None)  # crashes
-        service.add_note(run.id, "x near 0.3", "strategy")
-        service.add_note(run.id, "x=9 crashes", "failed")
+        service = research
+        run, _ = service.runs.start_run("toy-quadratic", 10, None, 7, "to move")
+        service.experiments.run_experiment(run.id, {"x": 1.0}, "first")
+        service.experiments.run_experiment(run.id, {"x": 9.0}, None)  # crashes
+        service.runs.add_note(run.id, "x near 0.3", "strategy")
+        service.runs.add_note(run.id, "x=9 crashes", "failed")
         long_comment = "# " + "padding " * 5000 + "\n"  # 40,000 characters: three slices of 20,000
-        service.modify_artifact(
+        service.train_py.modify_train_py(
             run.id, "a long comment", None, [("import time\n", "import time\n" + long_comment)]
         )
-        service.run_experiment(run.id, {"x": 0.3, "y": -0.2}, "on v2")
+        service.experiments.run_experiment(run.id, {"x": 0.3, "y": -0.2}, "on v2")
         return run.id
 
 
@@ -69,7 +69,9 @@ async def test_a_run_exported_and_imported_elsewhere_reads_the_same_there(tmp_pa
     assert main(["import", str(file), "--db", str(there)]) == 0
     assert without_ids(await exported(ServerSettings(db_path=there), run_id)) == without_ids(document)
     with Research(ServerSettings(db_path=here.db_path)) as a, Research(ServerSettings(db_path=there)) as b:
-        assert a.runs.summary(run_id) == b.runs.summary(run_id)  # the same best, counts and lines
+        assert a.runs.get_run_summary(run_id) == b.runs.get_run_summary(
+            run_id
+        )  # the same best, counts and lines
 
 
 async def test_importing_a_run_the_database_has_is_refused_unless_asked_for_new_ids(

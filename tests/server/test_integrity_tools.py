@@ -48,7 +48,7 @@ async def every_read_tool_works(client: Client, run_id: str) -> dict[str, Any]:
 
 @pytest.fixture
 def codeopt_settings(settings: ServerSettings) -> ServerSettings:
-    return settings.model_copy(update={"codeopt_records": 1000, "codeopt_repeats": 4})
+    return settings.with_options(codeopt_records=1000, codeopt_repeats=4)
 
 
 async def benchmark_with(client: Client, source: str, description: str) -> dict[str, Any]:

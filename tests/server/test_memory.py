@@ -16,7 +16,6 @@ from autoresearch_mcp.contract.edits import apply_edits
 from autoresearch_mcp.contract.errors import REFUSAL_META, ResearchError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store, migrations
 
@@ -41,7 +40,7 @@ def toy_score(x: float, y: float) -> float:
     return -((x - 0.3) ** 2) - (y + 0.2) ** 2
 
 
-def fill_earlier_run(service: RunService, run_id: str, count: int) -> None:
+def fill_earlier_run(service: Research, run_id: str, count: int) -> None:
     """A long (or short) earlier run, written straight to the store: the summary only reads it. Each
     experiment has the same shape (x and y both move on every step, so every row that differs from
     the best differs in both), so only the count differs between runs of different lengths."""
@@ -64,10 +63,12 @@ def fill_earlier_run(service: RunService, run_id: str, count: int) -> None:
 
 
 def chained_summary(settings: ServerSettings, earlier_count: int) -> tuple[int, str]:
-    service = RunService(Store(settings.db_path.with_name(f"runs-{earlier_count}.db")), settings)
-    earlier, _ = service.start_run(TOY, 2000, None, 1, "earlier")
+    service = Research(
+        settings.model_copy(update={"db_path": settings.db_path.with_name(f"runs-{earlier_count}.db")})
+    ).open()
+    earlier, _ = service.runs.start_run(TOY, 2000, None, 1, "earlier")
     fill_earlier_run(service, earlier.id, earlier_count)
-    _, summary = service.start_run(TOY, 15, None, 2, "later", from_run=earlier.id)
+    _, summary = service.runs.start_run(TOY, 15, None, 2, "later", from_run=earlier.id)
     return len(ENCODING.encode(summary)), summary
 
 
@@ -92,13 +93,15 @@ def test_a_run_started_from_another_carries_its_best_notes_and_failures_in_a_sum
 
 def test_the_first_experiment_measures_the_earlier_best_again_on_its_train_py(settings: ServerSettings):
     with Research(settings) as research:
-        service = research.runs
-        earlier, _ = service.start_run(TOY, 5, None, 1, "earlier")
-        service.run_experiment(earlier.id, {"x": 0.0, "y": 0.0}, None)
-        service.modify_artifact(earlier.id, "score a different surface", EDITED_TOY, None)
-        best = service.run_experiment(earlier.id, {"x": 1.0, "y": 0.5}, "near the new optimum").experiment
+        service = research
+        earlier, _ = service.runs.start_run(TOY, 5, None, 1, "earlier")
+        service.experiments.run_experiment(earlier.id, {"x": 0.0, "y": 0.0}, None)
+        service.train_py.modify_train_py(earlier.id, "score a different surface", EDITED_TOY, None)
+        best = service.experiments.run_experiment(
+            earlier.id, {"x": 1.0, "y": 0.5}, "near the new optimum"
+        ).experiment
         assert best.kept and best.metric == pytest.approx(4.5)
-        service.add_note(earlier.id, "x near 1 is best on v2", "strategy")
+        service.runs.add_note(earlier.id, "x near 1 is best on v2", "strategy")
     # What the earlier run recorded is not what a new measurement gives: a copy would show.
     conn = sqlite3.connect(settings.db_path)
     with conn:
@@ -106,8 +109,8 @@ def test_the_first_experiment_measures_the_earlier_best_again_on_its_train_py(se
     conn.close()
 
     with Research(settings) as research:
-        service = research.runs
-        run, summary = service.start_run(TOY, 5, None, 7, "later", from_run=earlier.id)
+        service = research
+        run, summary = service.runs.start_run(TOY, 5, None, 7, "later", from_run=earlier.id)
         assert run.from_run == earlier.id and run.used == 1 and run.best is not None
         first = service.store.experiment_at(run.id, 1)
         assert first is not None and first.status == "ok"
@@ -115,7 +118,7 @@ def test_the_first_experiment_measures_the_earlier_best_again_on_its_train_py(se
         assert first.note == f"re-measure of {earlier.id}#2 best"
         assert first.metric == pytest.approx(4.5)  # measured on the earlier best's train.py, not copied
         assert first.artifact_version == 2
-        current = service.current_artifact(run.id)
+        current = service.train_py.get_current_train_py(run.id)
         assert current.source == EDITED_TOY and current.version == 2
         assert service.store.artifacts.get(run.id, 1).source != EDITED_TOY  # v1 stays the original
         assert f"From {earlier.id}" in summary and "best score=123.0000 (its #2)" in summary
@@ -126,10 +129,10 @@ def test_the_first_experiment_measures_the_earlier_best_again_on_its_train_py(se
 
 def test_a_run_started_from_one_without_a_best_measures_nothing_and_says_so(settings: ServerSettings):
     with Research(settings) as research:
-        service = research.runs
-        earlier, _ = service.start_run(TOY, 5, None, 1, "nothing ran")
-        service.add_note(earlier.id, "x=9 crashes", "failed")
-        run, summary = service.start_run(TOY, 5, None, 1, "later", from_run="latest")
+        service = research
+        earlier, _ = service.runs.start_run(TOY, 5, None, 1, "nothing ran")
+        service.runs.add_note(earlier.id, "x=9 crashes", "failed")
+        run, summary = service.runs.start_run(TOY, 5, None, 1, "later", from_run="latest")
     assert run.from_run == earlier.id and run.used == 0
     assert "no successful experiment there, nothing re-measured" in summary
     assert "Earlier failed: x=9 crashes" in summary
@@ -141,11 +144,11 @@ def test_a_run_started_from_another_shows_its_failures_and_worst_results_as_what
     # A model that writes no notes (a small one under a forced tool call) still leaves its failed
     # approaches in its experiments: the later run sees them instead of trying them again.
     with Research(settings) as research:
-        service = research.runs
-        earlier, _ = service.start_run(TOY, 6, None, 1, "earlier")
+        service = research
+        earlier, _ = service.runs.start_run(TOY, 6, None, 1, "earlier")
         for x, y in [(0.0, 0.0), (0.3, -0.2), (9.0, 0.0), (-5.0, 5.0), (0.5, 0.0)]:
-            service.run_experiment(earlier.id, {"x": x, "y": y}, None)
-        _, summary = service.start_run(TOY, 5, None, 2, "later", from_run=earlier.id)
+            service.experiments.run_experiment(earlier.id, {"x": x, "y": y}, None)
+        _, summary = service.runs.start_run(TOY, 5, None, 2, "later", from_run=earlier.id)
     line = next(line for line in summary.splitlines() if line.startswith("Earlier worst"))
     crash, worst = line.split(": ", 1)[1].split(" | ")
     assert crash.startswith("#3 crash x=9 y=0 error: ")  # what failed, and how
@@ -155,31 +158,31 @@ def test_a_run_started_from_another_shows_its_failures_and_worst_results_as_what
 
 def test_latest_is_the_newest_run_of_the_same_task(settings: ServerSettings):
     with Research(settings) as research:
-        service = research.runs
-        older, _ = service.start_run(TOY, 5, None, 1, "older")
-        newer, _ = service.start_run(TOY, 5, None, 1, "newer")
-        service.start_run("codeopt-records", 5, None, 1, "another task, started last")
-        run, _ = service.start_run(TOY, 5, None, 1, "later", from_run="latest")
+        service = research
+        older, _ = service.runs.start_run(TOY, 5, None, 1, "older")
+        newer, _ = service.runs.start_run(TOY, 5, None, 1, "newer")
+        service.runs.start_run("codeopt-records", 5, None, 1, "another task, started last")
+        run, _ = service.runs.start_run(TOY, 5, None, 1, "later", from_run="latest")
         assert run.from_run == newer.id != older.id
         assert service.store.get_run(run.id).from_run == newer.id  # persisted
 
 
 def test_from_run_is_refused_for_an_unknown_run_another_task_and_latest_with_none(settings: ServerSettings):
     with Research(settings) as research:
-        service = research.runs
+        service = research
         with pytest.raises(ResearchError) as none:
-            service.start_run(TOY, 5, None, 1, None, from_run="latest")
+            service.runs.start_run(TOY, 5, None, 1, None, from_run="latest")
         assert none.value.kind == "unknown_run" and "no earlier toy-quadratic run" in str(none.value)
         with pytest.raises(ResearchError) as unknown:
-            service.start_run(TOY, 5, None, 1, None, from_run="r-0000000000")
+            service.runs.start_run(TOY, 5, None, 1, None, from_run="r-0000000000")
         assert unknown.value.kind == "unknown_run"
-        code, _ = service.start_run("codeopt-records", 5, None, 1, None)
+        code, _ = service.runs.start_run("codeopt-records", 5, None, 1, None)
         with pytest.raises(ResearchError) as other:
-            service.start_run(TOY, 5, None, 1, None, from_run=code.id)
+            service.runs.start_run(TOY, 5, None, 1, None, from_run=code.id)
         assert other.value.kind == "bad_argument" and "is a codeopt-records run" in str(other.value)
         with pytest.raises(ResearchError):  # only toy runs count for "latest"
-            service.start_run(TOY, 5, None, 1, None, from_run="latest")
-        assert [run.id for run in service.list_runs()] == [code.id]  # no run was left behind
+            service.runs.start_run(TOY, 5, None, 1, None, from_run="latest")
+        assert [run.id for run in service.runs.list_runs()] == [code.id]  # no run was left behind
 
 
 @asynccontextmanager
@@ -231,16 +234,16 @@ def test_a_code_run_started_from_another_begins_with_its_best_train_py_and_bench
     settings: ServerSettings,
 ):
     with Research(settings) as research:
-        service = research.runs
-        earlier, _ = service.start_run("codeopt-records", 3, None, 1, "earlier")
-        original = service.current_artifact(earlier.id).source
-        step = service.task("codeopt-records").scripted_plan().steps[0]
+        service = research
+        earlier, _ = service.runs.start_run("codeopt-records", 3, None, 1, "earlier")
+        original = service.train_py.get_current_train_py(earlier.id).source
+        step = service.tasks("codeopt-records").scripted_plan().steps[0]
         faster = apply_edits(original, step.edits)
-        service.modify_artifact(earlier.id, step.description, faster, None)
-        measured = service.run_benchmark(earlier.id).experiment
+        service.train_py.modify_train_py(earlier.id, step.description, faster, None)
+        measured = service.experiments.run_benchmark(earlier.id).experiment
         assert measured.status == "ok" and measured.kept
 
-        run, summary = service.start_run("codeopt-records", 3, None, 1, "later", from_run=earlier.id)
+        run, summary = service.runs.start_run("codeopt-records", 3, None, 1, "later", from_run=earlier.id)
         first = service.store.experiment_at(run.id, 1)
     assert first is not None and first.status == "ok" and first.artifact_version == 2
     assert first.note == f"re-measure of {earlier.id}#1 best"
@@ -280,10 +283,10 @@ def test_the_dashboard_and_the_report_show_the_run_a_run_started_from(
     from autoresearch_mcp.server.dashboard import dashboard_app, render_report
 
     with Research(settings) as research:
-        service = research.runs
-        earlier, _ = service.start_run(TOY, 3, None, 1, "earlier")
-        service.run_experiment(earlier.id, {"x": 0.5}, None)
-        later, _ = service.start_run(TOY, 3, None, 1, "later", from_run=earlier.id)
+        service = research
+        earlier, _ = service.runs.start_run(TOY, 3, None, 1, "earlier")
+        service.experiments.run_experiment(earlier.id, {"x": 0.5}, None)
+        later, _ = service.runs.start_run(TOY, 3, None, 1, "later", from_run=earlier.id)
         store = service.store
         client = TestClient(dashboard_app(store, None, transcripts=tmp_path), follow_redirects=False)
         rows = {row["id"]: row["from_run"] for row in client.get("/api/runs").json()["runs"]}

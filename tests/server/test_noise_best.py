@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.store import Incumbent, Store
+from autoresearch_mcp.server.store import BestChanged, Incumbent, Keep, Store
 from autoresearch_mcp.server.summary import render_summary
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
@@ -135,8 +135,11 @@ def codeopt_run(store: Store) -> str:
     ).id
 
 
-def finish(store: Store, run_id: str, metric: float, keep: Any = None, **metrics: float) -> int:
+def finish(store: Store, run_id: str, metric: float, kept: bool | None = None, **metrics: float) -> int:
+    """An ok experiment, kept by the plain rule, or as `kept` says (decided against the best of now)."""
     exp = store.reserve_experiment(run_id, {}, store.artifacts.get(run_id).version, None, repeat_ok=True)
+    best = store.incumbent(run_id)
+    keep = None if kept is None else Keep(kept=kept, over=None if best is None else best.experiment.id)
     done = store.complete_experiment(
         exp.id,
         status="ok",
@@ -155,20 +158,28 @@ def test_the_best_is_the_latest_kept_experiment_even_when_an_earlier_one_measure
     run_id = codeopt_run(store)
     finish(store, run_id, 5.0)  # the first: kept by the plain rule
     # #2 measured 4.9 in a slower moment, but was faster than #1 side by side: kept, and the best now.
-    finish(
-        store,
-        run_id,
-        4.9,
-        keep=lambda best: best.experiment.iteration == 1,
-        speedup_low=4.7,
-        speedup_high=5.1,
-    )
-    finish(store, run_id, 5.6, keep=lambda best: False)  # higher, within the noise: not kept
+    finish(store, run_id, 4.9, kept=True, speedup_low=4.7, speedup_high=5.1)
+    finish(store, run_id, 5.6, kept=False)  # higher, within the noise: not kept
     run = store.get_run(run_id)
     assert run.best is not None and (run.best.iteration, run.best.low, run.best.high) == (2, 4.7, 5.1)
     assert store.incumbent(run_id).samples == [1.0, 2.0]  # type: ignore[union-attr]
     summary = render_summary(store, run, CodeOptTask({}))
     assert "Best speedup=4.9000 [4.7, 5.1] (#2, train.py v1)" in summary
+
+
+def test_a_keep_decided_against_a_best_that_has_changed_since_is_refused_to_be_decided_again(
+    tmp_path,
+) -> None:
+    store = Store(tmp_path / "runs.db")
+    run_id = codeopt_run(store)
+    exp = store.reserve_experiment(run_id, {"a": 1}, 1, None)
+    finish(store, run_id, 5.0)  # became the best after the decision below was taken
+    stale = Keep(kept=True, over=None)
+    with pytest.raises(BestChanged):
+        store.complete_experiment(
+            exp.id, status="ok", metrics={}, metric=6.0, error_tail=None, duration_s=1.0, keep=stale
+        )
+    assert store.get_experiment(exp.id).status == "running"  # nothing written
 
 
 def test_the_report_shows_the_best_speedup_with_its_interval(tmp_path) -> None:
@@ -189,23 +200,23 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
 ) -> None:
     # At the default 95% an identical copy is kept 2.5% of the time, by design; here 1 in 2,000.
     monkeypatch.setattr(CodeOptTask, "confidence", 0.999)
-    settings = settings.model_copy(update={"codeopt_records": 1500, "codeopt_repeats": 20})
-    service = RunService(Store(settings.db_path), settings)
-    run, _ = service.start_run("codeopt-records", 5, None, 42, None)
-    first = service.run_benchmark(run.id)
+    settings = settings.with_options(codeopt_records=1500, codeopt_repeats=20)
+    service = Research(settings).open()
+    run, _ = service.runs.start_run("codeopt-records", 5, None, 42, None)
+    first = service.experiments.run_benchmark(run.id)
     assert first.is_new_best and len(service.store.samples(first.experiment.id)) == 20
     assert "vs_best" not in first.experiment.metrics  # nothing to time it beside
 
-    service.modify_artifact(run.id, "a comment", REFERENCE_SOURCE + "# the same code\n", None)
-    same = service.run_benchmark(run.id)
+    service.train_py.modify_train_py(run.id, "a comment", REFERENCE_SOURCE + "# the same code\n", None)
+    same = service.experiments.run_benchmark(run.id)
     metrics = same.experiment.metrics
     assert metrics["vs_best_iteration"] == 1 and metrics["vs_best_low"] <= 1 <= metrics["vs_best_high"]
     assert not same.is_new_best and same.best is not None and same.best.iteration == 1
 
-    service.modify_artifact(
+    service.train_py.modify_train_py(
         run.id, "the fastest rewrite", rewrites.source_after(len(rewrites.REWRITES)), None
     )
-    fast = service.run_benchmark(run.id)
+    fast = service.experiments.run_benchmark(run.id)
     assert fast.is_new_best and fast.experiment.metrics["vs_best_low"] > 1.2
     assert (
         fast.best is not None
@@ -213,12 +224,12 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
         and fast.best.low < fast.best.metric < fast.best.high
     )  # type: ignore[operator]
 
-    page = service.history(run.id, None, 0, "iteration", None)
+    page = service.experiments.get_experiment_history(run.id, None, 0, "iteration", None)
     for exp in page.experiments:
         assert exp.metrics["speedup_low"] < exp.metrics["speedup_high"]
     assert (
         f"Best speedup={fast.best.metric:.4f} [{fast.best.low:.4g}, {fast.best.high:.4g}] (#3"
-        in service.summary(run.id)
+        in service.runs.get_run_summary(run.id)
     )
 
 
@@ -256,24 +267,24 @@ class SeededTask(Task):
 
 
 @pytest.fixture
-def seeded(settings: ServerSettings) -> Iterator[RunService]:
+def seeded(settings: ServerSettings) -> Iterator[Research]:
     register("seeded-luck", lambda _settings: SeededTask())
     try:
-        yield RunService(Store(settings.db_path), settings)
+        yield Research(settings).open()
     finally:
         unregister("seeded-luck")
 
 
 def test_a_lucky_seed_is_re_evaluated_and_not_kept_when_its_mean_does_not_beat_the_bests(seeded) -> None:
-    run, _ = seeded.start_run("seeded-luck", 10, None, 42, None, reeval_seeds=2)
-    first = seeded.run_experiment(run.id, {"x": 0.3}, None)
+    run, _ = seeded.runs.start_run("seeded-luck", 10, None, 42, None, reeval_seeds=2)
+    first = seeded.experiments.run_experiment(run.id, {"x": 0.3}, None)
     assert first.is_new_best and [e.note for e in first.reevaluations] == [
         "re-evaluation 1/2 of #1 (seed 43)",
         "re-evaluation 2/2 of #1 (seed 44)",
     ]
     assert first.experiment.metrics["score_mean"] == 0.0 and first.experiment.metrics["evaluations"] == 3
     # 0.11 on seed 42 beats the best's 0.0; on seeds 43 and 44 it scores -0.09: mean -0.0233.
-    lucky = seeded.run_experiment(run.id, {"x": 0.0, "luck": 0.2}, None)
+    lucky = seeded.experiments.run_experiment(run.id, {"x": 0.0, "luck": 0.2}, None)
     assert lucky.experiment.metric == pytest.approx(0.11) and not lucky.is_new_best
     assert [(e.iteration, e.metric, e.kept) for e in lucky.reevaluations] == [
         (5, -0.09, False),
@@ -285,38 +296,40 @@ def test_a_lucky_seed_is_re_evaluated_and_not_kept_when_its_mean_does_not_beat_t
     assert run_now.used == 6 and run_now.best is not None and run_now.best.iteration == 1
     assert run_now.best.mean == 0.0
     # Below the best on its own seed: no re-evaluation, one experiment.
-    plain = seeded.run_experiment(run.id, {"x": 1.0}, None)
+    plain = seeded.experiments.run_experiment(run.id, {"x": 1.0}, None)
     assert plain.reevaluations == [] and plain.budget_left == 3
 
 
 def test_without_reeval_seeds_the_lucky_seed_becomes_the_best(seeded) -> None:
-    run, _ = seeded.start_run("seeded-luck", 10, None, 42, None)
-    seeded.run_experiment(run.id, {"x": 0.3}, None)
-    assert seeded.run_experiment(run.id, {"x": 0.0, "luck": 0.2}, None).is_new_best
+    run, _ = seeded.runs.start_run("seeded-luck", 10, None, 42, None)
+    seeded.experiments.run_experiment(run.id, {"x": 0.3}, None)
+    assert seeded.experiments.run_experiment(run.id, {"x": 0.0, "luck": 0.2}, None).is_new_best
     assert seeded.store.get_run(run.id).used == 2
 
 
 def test_a_better_mean_is_kept_after_its_re_evaluations(seeded) -> None:
-    run, _ = seeded.start_run("seeded-luck", 10, None, 42, None, reeval_seeds=1)
-    seeded.run_experiment(run.id, {"x": 0.0}, None)
-    better = seeded.run_experiment(run.id, {"x": 0.2, "luck": 0.05}, None)  # (0.04 - 0.01) / 2 > -0.09
+    run, _ = seeded.runs.start_run("seeded-luck", 10, None, 42, None, reeval_seeds=1)
+    seeded.experiments.run_experiment(run.id, {"x": 0.0}, None)
+    better = seeded.experiments.run_experiment(
+        run.id, {"x": 0.2, "luck": 0.05}, None
+    )  # (0.04 - 0.01) / 2 > -0.09
     assert better.is_new_best and better.best is not None and better.best.iteration == 3
     assert better.best.mean == pytest.approx(0.015) and "kept" in (better.message or "")
 
 
 def test_when_the_budget_runs_out_mid_re_evaluation_the_result_says_so(seeded) -> None:
-    run, _ = seeded.start_run("seeded-luck", 2, None, 42, None, reeval_seeds=3)
-    result = seeded.run_experiment(run.id, {"x": 0.3}, None)
+    run, _ = seeded.runs.start_run("seeded-luck", 2, None, 42, None, reeval_seeds=3)
+    result = seeded.experiments.run_experiment(run.id, {"x": 0.3}, None)
     assert len(result.reevaluations) == 1 and result.run_status == "exhausted" and result.is_new_best
     assert result.message is not None
     assert "stopped after 1 of 3 (budget_exhausted" in result.message and "mean is over 2" in result.message
 
 
 def test_hpo_re_evaluations_train_on_other_seeds_and_the_best_is_kept_on_the_mean(settings) -> None:
-    service = RunService(Store(settings.db_path), settings)
-    run, _ = service.start_run("hpo-covertype", 4, None, 42, None, reeval_seeds=2)
+    service = Research(settings).open()
+    run, _ = service.runs.start_run("hpo-covertype", 4, None, 42, None, reeval_seeds=2)
     params = {"n_estimators": 10, "max_depth": 3, "subsample": 0.5, "colsample_bytree": 0.5}
-    result = service.run_experiment(run.id, params, None)
+    result = service.experiments.run_experiment(run.id, params, None)
     runs = [result.experiment, *result.reevaluations]
     assert [e.iteration for e in runs] == [1, 2, 3] and [e.status for e in runs] == ["ok"] * 3
     assert all(e.params == runs[0].params and e.artifact_version == 1 for e in runs)
@@ -327,7 +340,7 @@ def test_hpo_re_evaluations_train_on_other_seeds_and_the_best_is_kept_on_the_mea
         result.is_new_best and result.best is not None and result.best.mean == pytest.approx(mean, abs=1e-6)
     )
     assert [e.kept for e in result.reevaluations] == [False, False]
-    assert "(mean " in service.summary(run.id)
+    assert "(mean " in service.runs.get_run_summary(run.id)
     # The same params again is still an exact repeat (the re-evaluations do not free it).
     with pytest.raises(Exception, match="exact repeat of experiment #1"):
-        service.run_experiment(run.id, params, None)
+        service.experiments.run_experiment(run.id, params, None)

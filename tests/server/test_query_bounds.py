@@ -10,7 +10,7 @@ from mcp import Client
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.build import build_server
-from autoresearch_mcp.server.query import TIME_LIMIT_S, query_views
+from autoresearch_mcp.server.query import TIME_LIMIT_S, query_results
 from autoresearch_mcp.server.query_worker import GRACE_S
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.store import Store
@@ -58,23 +58,23 @@ def db(tmp_path: Path) -> Path:
 def test_the_time_limit_holds_for_a_worst_case_query(db: Path, name: str) -> None:
     started = time.monotonic()
     try:
-        query_views(db, WORST_CASES[name], 5)
+        query_results(db, WORST_CASES[name], 5)
     except ResearchError as exc:
         message = str(exc)
         assert message.startswith("refused"), message
     elapsed = time.monotonic() - started
     # the worker answers within TIME_LIMIT_S or is killed GRACE_S later; 1 s of slack for a busy machine
     assert elapsed < TIME_LIMIT_S + GRACE_S + 1.0, f"{name} took {elapsed:.1f} s"
-    assert query_views(db, "SELECT count(*) FROM v_runs", 5).rows == [[40]]  # and the next one works
+    assert query_results(db, "SELECT count(*) FROM v_runs", 5).rows == [[40]]  # and the next one works
 
 
 def test_printf_widths_over_the_cap_are_refused_with_a_message_and_small_ones_work(db: Path) -> None:
     with pytest.raises(ResearchError, match="width or precision"):
-        query_views(db, "SELECT printf('%.5000c', 'x')", 5)
-    assert query_views(db, "SELECT printf('%.3f|%5d|%-4s|', 3.14159, 42, 'ab')", 5).rows == [
+        query_results(db, "SELECT printf('%.5000c', 'x')", 5)
+    assert query_results(db, "SELECT printf('%.3f|%5d|%-4s|', 3.14159, 42, 'ab')", 5).rows == [
         ["3.142|   42|ab  |"]
     ]
-    assert query_views(db, "SELECT format('%d%%', 7)", 5).rows == [["7%"]]
+    assert query_results(db, "SELECT format('%d%%', 7)", 5).rows == [["7%"]]
 
 
 @pytest.mark.asyncio

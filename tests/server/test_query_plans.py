@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from bulk import bulk_run
 
+from autoresearch_mcp.contract.arguments import HISTORY_PAGE
 from autoresearch_mcp.contract.errors import RefusedError
-from autoresearch_mcp.server.runs import HISTORY_PAGE, RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 
@@ -64,24 +65,26 @@ def trigger_statements(conn: sqlite3.Connection) -> list[str]:
 def test_every_query_of_a_turn_and_of_a_write_goes_through_an_index(tmp_path: Path):
     settings = ServerSettings(db_path=tmp_path / "runs.db")
     store = Store(settings.db_path)
-    service = RunService(store, settings)
+    service = Research(settings, store).open()
     long_run = bulk_run(store, 2000)
     with traced(store) as seen:
         # a turn: the run, its summary, a page of history in each order
-        service.get_run(long_run)
-        service.summary(long_run)
-        service.history(long_run, None, 0, "iteration", None)
-        service.history(long_run, None, HISTORY_PAGE, "metric", None)
-        service.history(long_run, 5, 0, "metric", "ok")
-        service.history(long_run, 5, 0, "iteration", "crash")
+        service.runs.get_run(long_run)
+        service.runs.get_run_summary(long_run)
+        service.experiments.get_experiment_history(long_run, None, 0, "iteration", None)
+        service.experiments.get_experiment_history(long_run, None, HISTORY_PAGE, "metric", None)
+        service.experiments.get_experiment_history(long_run, 5, 0, "metric", "ok")
+        service.experiments.get_experiment_history(long_run, 5, 0, "iteration", "crash")
         # the writes: an experiment, a refused repeat, a note, a new version, a run started from it
-        service.run_experiment(long_run, {"x": 0.25, "y": -0.25}, None)
+        service.experiments.run_experiment(long_run, {"x": 0.25, "y": -0.25}, None)
         with pytest.raises(RefusedError):
-            service.run_experiment(long_run, {"x": 0.25, "y": -0.25}, None)
-        service.add_note(long_run, "try smaller x", "strategy")
-        service.modify_artifact(long_run, "a comment", None, [("import time\n", "import time\n# c\n")])
-        later, _ = service.start_run("toy-quadratic", 5, None, 1, None, from_run=long_run)
-        service.summary(later.id)
+            service.experiments.run_experiment(long_run, {"x": 0.25, "y": -0.25}, None)
+        service.runs.add_note(long_run, "try smaller x", "strategy")
+        service.train_py.modify_train_py(
+            long_run, "a comment", None, [("import time\n", "import time\n# c\n")]
+        )
+        later, _ = service.runs.start_run("toy-quadratic", 5, None, 1, None, from_run=long_run)
+        service.runs.get_run_summary(later.id)
     conn = store.db.reader()
     statements = [
         s
@@ -114,7 +117,7 @@ def steps_of(store: Store, work: Callable[[], object]) -> int:
 
 @pytest.mark.parametrize("what", ["summary", "history page", "exact repeat", "run"])
 def test_a_turn_costs_the_same_work_at_100_and_at_5000_experiments(tmp_path: Path, what: str):
-    def work(service: RunService, run_id: str) -> Callable[[], object]:
+    def work(service: Research, run_id: str) -> Callable[[], object]:
         def repeat() -> None:
             with pytest.raises(RefusedError):
                 service.store.reserve_experiment(
@@ -122,16 +125,18 @@ def test_a_turn_costs_the_same_work_at_100_and_at_5000_experiments(tmp_path: Pat
                 )
 
         return {
-            "summary": lambda: service.summary(run_id),
-            "history page": lambda: service.history(run_id, None, 0, "iteration", None),
+            "summary": lambda: service.runs.get_run_summary(run_id),
+            "history page": lambda: service.experiments.get_experiment_history(
+                run_id, None, 0, "iteration", None
+            ),
             "exact repeat": repeat,
-            "run": lambda: service.get_run(run_id),
+            "run": lambda: service.runs.get_run(run_id),
         }[what]
 
     cost = {}
     for n in (100, 5000):
         settings = ServerSettings(db_path=tmp_path / f"{n}.db")
-        service = RunService(Store(settings.db_path), settings)
+        service = Research(settings).open()
         run_id = bulk_run(service.store, n)
         cost[n] = steps_of(service.store, work(service, run_id))
     assert cost[5000] <= cost[100] * 1.1, cost

@@ -3,15 +3,15 @@
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
 
 
 def test_concurrent_edits_of_one_run_all_apply_one_after_another(settings: ServerSettings):
     store = Store(settings.db_path)
-    service = RunService(store, settings)
-    run, _ = service.start_run("toy-quadratic", 5, None, 1, None)
+    service = Research(settings, store).open()
+    run, _ = service.runs.start_run("toy-quadratic", 5, None, 1, None)
     sessions, rounds = 8, 5
     together = threading.Barrier(sessions)
 
@@ -20,7 +20,7 @@ def test_concurrent_edits_of_one_run_all_apply_one_after_another(settings: Serve
         # ("train.py changed while you edited it") by the store's check of the parent version.
         together.wait()
         marker = [("import time\n", f"import time\n# edit {i}\n")]
-        return service.modify_artifact(run.id, f"edit {i}", None, marker).version
+        return service.train_py.modify_train_py(run.id, f"edit {i}", None, marker).version
 
     versions: list[int] = []
     with ThreadPoolExecutor(sessions) as pool:

@@ -5,7 +5,7 @@ import random
 import tiktoken
 
 from autoresearch_mcp.contract.variety import change_of
-from autoresearch_mcp.server.runs import RunService
+from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.summary import render_summary
 
@@ -25,7 +25,7 @@ BASE = {
 }
 
 
-def record_hpo_experiments(service: RunService, run_id: str, count: int, seed: int = 0) -> None:
+def record_hpo_experiments(service: Research, run_id: str, count: int, seed: int = 0) -> None:
     """Fill the store as a long run would, without training (the summary only reads the store).
     Every experiment has the same shape (two knobs off the base, a 4-digit metric), so any change in
     summary size could only come from the number of experiments."""
@@ -53,10 +53,12 @@ def record_hpo_experiments(service: RunService, run_id: str, count: int, seed: i
 
 
 def summary_tokens(settings, count: int) -> tuple[int, str]:
-    service = RunService(Store(settings.db_path.with_name(f"runs-{count}.db")), settings)
-    run, _ = service.start_run("hpo-covertype", budget=2000, target=None, seed=42, name=None)
+    service = Research(
+        settings.model_copy(update={"db_path": settings.db_path.with_name(f"runs-{count}.db")})
+    ).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=2000, target=None, seed=42, name=None)
     record_hpo_experiments(service, run.id, count)
-    text = render_summary(service.store, service.store.get_run(run.id), service.task("hpo-covertype"))
+    text = render_summary(service.store, service.store.get_run(run.id), service.tasks("hpo-covertype"))
     return len(ENCODING.encode(text)), text
 
 
@@ -79,15 +81,15 @@ def test_the_summary_has_the_same_token_size_after_10_and_after_1000_experiments
 
 
 def test_the_best_shows_as_its_changes_from_the_defaults_and_recent_lines_as_changes_from_it(settings):
-    service = RunService(Store(settings.db_path.with_name("delta.db")), settings)
-    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("delta.db")})).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
     store = service.store
     for params, f1 in ((dict(BASE), 0.70), (dict(BASE, max_depth=4), 0.75), (dict(BASE, gamma=1.0), 0.72)):
         exp = store.reserve_experiment(run.id, params, 1, None)
         store.complete_experiment(
             exp.id, status="ok", metrics={"macro_f1": f1}, metric=f1, error_tail=None, duration_s=1.0
         )
-    text = render_summary(store, store.get_run(run.id), service.task("hpo-covertype"))
+    text = render_summary(store, store.get_run(run.id), service.tasks("hpo-covertype"))
     # In schema order, only what differs from the defaults (the system prompt lists them): a small
     # model shown all nine values copied them back.
     assert (
@@ -103,9 +105,9 @@ def test_the_best_shows_as_its_changes_from_the_defaults_and_recent_lines_as_cha
 
 
 def test_before_any_result_it_says_to_start_from_the_defaults_and_a_best_at_them_says_defaults(settings):
-    service = RunService(Store(settings.db_path.with_name("first.db")), settings)
-    run, _ = service.start_run("hpo-covertype", budget=5, target=None, seed=42, name=None)
-    task = service.task("hpo-covertype")
+    service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("first.db")})).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=5, target=None, seed=42, name=None)
+    task = service.tasks("hpo-covertype")
     first = render_summary(service.store, service.store.get_run(run.id), task)
     assert first.splitlines()[1] == "Best: none yet. First experiment: params {} (the defaults)."
     record(service.store, run.id, task.params_model().model_dump(), 0.7)
@@ -133,9 +135,11 @@ def test_the_change_to_make_rotates_over_the_least_varied_params_and_holds_no_nu
     # Every number a hint held, Qwen2.5-Coder-1.5B sent back: tried values (the best's own among them),
     # the limit of a direction ("down to 1": max_depth 1), a bound just past it ("range 0-20": gamma 21).
     # Named the same param turn after turn, it stopped changing it.
-    service = RunService(Store(settings.db_path.with_name("rotate.db")), settings)
-    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
-    store, task = service.store, service.task("hpo-covertype")
+    service = Research(
+        settings.model_copy(update={"db_path": settings.db_path.with_name("rotate.db")})
+    ).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store, task = service.store, service.tasks("hpo-covertype")
     record(store, run.id, dict(BASE), 0.70)
     assert change_line(store, run.id, task).endswith("e.g. raise or lower max_depth.")
     record(store, run.id, dict(BASE, gamma=2.0), 0.71)
@@ -175,9 +179,9 @@ def second_run(store: Store, like: str, from_run: str | None = None) -> str:
 def test_a_run_started_from_an_earlier_one_names_what_neither_run_has_varied(settings):
     # The earlier run varied every param but gamma; counted alone, the new run's one experiment ties
     # all nine and the rotation would name max_depth, which the earlier run had already moved.
-    service = RunService(Store(settings.db_path.with_name("chain.db")), settings)
-    earlier, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
-    store, task = service.store, service.task("hpo-covertype")
+    service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("chain.db")})).open()
+    earlier, _ = service.runs.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store, task = service.store, service.tasks("hpo-covertype")
     record(store, earlier.id, dict(BASE), 0.72)
     moved = {"n_estimators": 200, "max_depth": 6, "learning_rate": 0.2, "subsample": 0.9,
              "colsample_bytree": 0.7, "min_child_weight": 2.0, "reg_alpha": 1.0, "reg_lambda": 2.0}  # fmt: skip
@@ -195,9 +199,9 @@ def test_a_run_started_from_an_earlier_one_names_what_neither_run_has_varied(set
 
 
 def test_where_the_best_sits_on_a_bound_the_change_names_the_way_left(settings):
-    service = RunService(Store(settings.db_path.with_name("bound.db")), settings)
-    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
-    store, task = service.store, service.task("hpo-covertype")
+    service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("bound.db")})).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store, task = service.store, service.tasks("hpo-covertype")
     top = dict(BASE, colsample_bytree=1.0)
     record(store, run.id, top, 0.75)
     for name, value in {"n_estimators": 200, "max_depth": 6, "learning_rate": 0.2, "subsample": 0.9}.items():
@@ -207,9 +211,9 @@ def test_where_the_best_sits_on_a_bound_the_change_names_the_way_left(settings):
 
 
 def test_the_change_to_make_is_the_last_line_after_the_counts(settings):
-    service = RunService(Store(settings.db_path.with_name("last.db")), settings)
-    run, _ = service.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
-    store, task = service.store, service.task("hpo-covertype")
+    service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("last.db")})).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store, task = service.store, service.tasks("hpo-covertype")
     record(store, run.id, dict(BASE), 0.75)
     record(store, run.id, dict(BASE, gamma=2.0), None)
     lines = render_summary(store, store.get_run(run.id), task).splitlines()

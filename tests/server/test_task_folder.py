@@ -207,6 +207,10 @@ async def test_jobs_from_run_reeval_and_query_results_work_for_a_folder_task(set
         job = await call(client, "submit_training_job", {"run_id": first, "params": {"x": 0.2}})
         done = await call(client, "get_job", {"job_id": job["job"]["id"], "wait_seconds": 60})
         assert done["job"]["status"] == "done" and done["result"]["experiment"]["status"] == "ok"
+        # a job takes the same route: its would-be best was re-evaluated before it was kept
+        history = await call(client, "get_experiment_history", {"run_id": first})
+        assert [e["note"] for e in history["experiments"]] == [None, "re-evaluation 1/1 of #1 (seed 43)"]
+        assert done["result"]["is_new_best"] and done["result"]["best"]["mean"] is not None
         # run_experiment re-evaluates a would-be best on one more seed (each its own experiment)
         result = await call(client, "run_experiment", {"run_id": first, "params": {"x": 0.3, "y": -0.2}})
         assert len(result["reevaluations"]) == 1 and result["is_new_best"]
@@ -220,7 +224,8 @@ async def test_jobs_from_run_reeval_and_query_results_work_for_a_folder_task(set
         )
     assert remeasured["experiments"][0]["params"] == {"x": 0.3, "y": -0.2, "shape": "bowl"}
     assert remeasured["experiments"][0]["metric"] == pytest.approx(0.0)
-    assert rows["rows"] == [["bowl", 4]]  # the job, the experiment, its re-evaluation, the re-measure
+    # the job and the experiment, each with its re-evaluation, and the re-measure
+    assert rows["rows"] == [["bowl", 5]]
 
 
 @pytest.mark.asyncio

@@ -336,7 +336,7 @@ async def test_missing_data_is_unavailable_without_a_path_and_tells_the_model_wh
     settings, tmp_path: Path
 ):
     missing = tmp_path / "nowhere.csv"
-    async with connected(settings.model_copy(update={"covtype_path": str(missing)})) as client:
+    async with connected(settings.with_options(covtype_path=str(missing))) as client:
         result = await client.call_tool("start_run", {"task": "hpo-covertype", "budget": 2})
         runs = (await call(client, "list_runs"))["runs"]
     refusal = result.meta["autoresearch/refusal"]

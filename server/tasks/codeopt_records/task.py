@@ -24,11 +24,19 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from autoresearch_mcp.contract.env import ENV_CODEOPT_RECORDS, ENV_CODEOPT_REPEATS
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.store import Incumbent
-from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.base import (
+    ExecContext,
+    NoParams,
+    Outcome,
+    Task,
+    TaskSettings,
+    sandbox_failure,
+)
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from autoresearch_mcp.server.tasks.codeopt_records.child import ALLOWED_IMPORTS, EXTRA_FORBIDDEN_NAMES
 from autoresearch_mcp.server.tasks.codeopt_records.profile import PROFILE
@@ -90,12 +98,30 @@ FAILURES = {
 }
 
 
+class CodeOptSettings(TaskSettings):
+    codeopt_records: int | None = Field(
+        default=None,
+        ge=100,
+        le=1_000_000,
+        description="records per benchmark input",
+        json_schema_extra={"env": ENV_CODEOPT_RECORDS},
+    )
+    codeopt_repeats: int | None = Field(
+        default=None,
+        ge=1,
+        le=200,
+        description="timed calls per benchmark",
+        json_schema_extra={"env": ENV_CODEOPT_REPEATS},
+    )
+
+
 class CodeOptTask(Task):
     name = "codeopt-records"
     title = "Speed up process_records(records), a slow summary of employee records, keeping its output"
     metric = "speedup"
     direction = "max"
     params_model = NoParams
+    settings_model = CodeOptSettings
     experiment_tool = "run_benchmark"
     sandbox_entries = (ENTRY,)
     # The level of the keep rule's interval: an identical-code benchmark is kept with chance
@@ -111,9 +137,9 @@ class CodeOptTask(Task):
         return rewrites.plan()
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
-        settings = settings or {}
-        self.n_records = int(settings.get("codeopt_records") or DEFAULT_RECORDS)
-        self.repeats = int(settings.get("codeopt_repeats") or DEFAULT_REPEATS)
+        own = CodeOptSettings.model_validate(settings or {})
+        self.n_records = own.codeopt_records or DEFAULT_RECORDS
+        self.repeats = own.codeopt_repeats or DEFAULT_REPEATS
 
     def options(self) -> dict[str, Any]:
         # Larger settings need proportionally more time, and memory for one input of n records.
@@ -289,4 +315,4 @@ def _distinct_seeds(rng: random.Random, count: int) -> list[int]:
     return seeds
 
 
-register("codeopt-records", lambda settings: CodeOptTask(settings))
+register("codeopt-records", CodeOptTask)

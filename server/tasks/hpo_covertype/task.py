@@ -12,11 +12,12 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, TypeAdapter, ValidationError
 
+from autoresearch_mcp.contract.env import ENV_COVTYPE, ENV_HPO_THREADS, ENV_HPO_WALL_S
 from autoresearch_mcp.contract.errors import ResearchError, UnavailableError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
 from autoresearch_mcp.sandbox.guard import GuardPolicy, check_source
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
-from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, TaskSettings, sandbox_failure
 from autoresearch_mcp.server.tasks.hpo_covertype import scripted
 from autoresearch_mcp.server.tasks.hpo_covertype.child import ALLOWED_IMPORTS, MAX_LOG_ITEMS
 from autoresearch_mcp.server.tasks.hpo_covertype.data import N_CLASSES, Split, prepare_split
@@ -83,12 +84,34 @@ GUARD = GuardPolicy(
 )
 
 
+class HPOSettings(TaskSettings):
+    covtype_path: str | None = Field(
+        default=None, description="the Covertype CSV, or 'full'", json_schema_extra={"env": ENV_COVTYPE}
+    )
+    hpo_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="threads per training",
+        json_schema_extra={"env": ENV_HPO_THREADS},
+    )
+    # A training that runs longer is killed and recorded as a timeout.
+    hpo_wall_s: int = Field(
+        default=600,
+        ge=1,
+        le=86_400,
+        description="seconds per training",
+        json_schema_extra={"env": ENV_HPO_WALL_S},
+    )
+
+
 class HPOCovertypeTask(Task):
     name = "hpo-covertype"
     title = "Tune XGBoost on Covertype (7 forest cover classes, 54 features)"
     metric = "macro_f1"
     direction = "max"
     params_model = HPOParams
+    settings_model = HPOSettings
     experiment_tool = "run_experiment"
     sandbox_entries = (ENTRY,)
     entry: ClassVar[str] = ENTRY  # a test-only subclass runs the same harness with the Python layers off
@@ -100,9 +123,10 @@ class HPOCovertypeTask(Task):
         return scripted.plan()
 
     def __init__(self, settings: dict[str, Any]) -> None:
-        self.data_path: str | None = settings.get("covtype_path")
-        self.threads = int(settings.get("hpo_threads") or os.cpu_count() or 1)
-        self.wall_s = int(settings.get("hpo_wall_s") or 600)
+        own = HPOSettings.model_validate(settings)
+        self.data_path = own.covtype_path
+        self.threads = own.hpo_threads or os.cpu_count() or 1
+        self.wall_s = own.hpo_wall_s
 
     def options(self) -> dict[str, Any]:
         split = self._split(self.data_path)  # fails now, clearly, if the data is missing
