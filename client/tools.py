@@ -1,13 +1,11 @@
 """The agent's tool set: the tools its task's profile names, each as the contract's focus offers it to a
-model (contract/focus.py: run_id and fixed arguments hidden, params as names and types).
-
-A tool left with `params` alone takes the params at the top level, and the agent nests them under
-`params` for the server: fewer tokens each way, and the shape small models write anyway."""
+model (contract/focus.py: run_id and fixed arguments hidden, params as names and types, a tool left with
+`params` alone flat: the agent nests its arguments for the server)."""
 
 from typing import Any
 
 from autoresearch_mcp.client.llm.base import ToolSpec
-from autoresearch_mcp.contract.focus import focused_tool
+from autoresearch_mcp.contract.focus import focused_tool, nested
 from autoresearch_mcp.contract.models import TaskInfo
 
 
@@ -22,20 +20,19 @@ def agent_tools(mcp_tools: list[Any], task: TaskInfo) -> list[ToolSpec]:
         description, schema = focused_tool(
             name, tool.input_schema, tool.description, task.agent, task.params_schema
         )
-        properties = schema.get("properties", {})
-        if set(properties) == {"params"}:
-            flat = properties["params"]
-            specs.append(ToolSpec(name=name, description=description, input_schema=flat, nest="params"))
-            continue
-        specs.append(ToolSpec(name=name, description=description, input_schema=schema))
+        # Flattened here: the server's tool takes them nested (a focused server nests them itself).
+        flat = "params" in tool.input_schema.get("properties", {}) and "params" not in schema.get(
+            "properties", {}
+        )
+        spec = ToolSpec(
+            name=name, description=description, input_schema=schema, nest="params" if flat else None
+        )
+        specs.append(spec)
     return specs
 
 
 def server_arguments(spec: ToolSpec | None, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The arguments for the server's tool: a flat tool's under its `nest` (a reply that nested them
-    itself is taken as it is)."""
+    """The arguments for the server's tool: a flat tool's nested under `params`."""
     if spec is None or spec.nest is None:
         return arguments
-    if set(arguments) == {spec.nest} and isinstance(arguments[spec.nest], dict):
-        return arguments
-    return {spec.nest: arguments}
+    return nested(arguments)
