@@ -1,8 +1,10 @@
 """The per-mode, per-seed table of a `compare` results folder made with a real model.
 
-For each run: experiments, LLM calls, refused calls by kind, best metric, every token measure and the
-wall-clock, then each mode's mean and the spread of the best metric over seeds. Everything comes from the
-folder `compare` wrote: results.json, its runs.db and the transcripts.
+For each run: experiments, LLM calls, refused calls by kind, best metric, the billed tokens (what the
+provider counted: llama.cpp reports its own usage, Qwen's tokenizer and chat template), every token
+measure and the wall-clock, then each mode's mean and the spread of the best metric over seeds.
+Everything comes from the folder `compare` wrote: results.json, its runs.db and the transcripts; the
+billed figures of folders written before results.json had them are read from the transcripts.
 
 Refusals by kind come from results.json where `compare` recorded them; folders written before it did get
 them from the run's event log in runs.db (the server's refusals, by their message) and from the
@@ -19,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from autoresearch_mcp.contract.transcript import load_transcript
+from autoresearch_mcp.contract.transcript import load_transcript, totals
 
 # A server refusal's message starts with words that name its kind (server/runs.py, server/store/).
 MESSAGE_KINDS = (
@@ -75,9 +77,9 @@ def table(folders: list[Path]) -> str:
         f"task {first['task']}, {first['iterations']} iterations, llm {first['llm']}, "
         f"sampling {json.dumps(first.get('sampling', 'not recorded'))}",
         "",
-        "| mode | seed | experiments | LLM calls | refused (by kind) | best | context | symmetric | full "
-        "| output | wall-clock s | stop |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| mode | seed | experiments | LLM calls | refused (by kind) | best | billed | context | symmetric "
+        "| full | output | wall-clock s | stop |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     by_mode: dict[str, list[dict[str, Any]]] = {}
     for folder, run in ((f, run) for f, results in everything for run in results["runs"]):
@@ -85,19 +87,23 @@ def table(folders: list[Path]) -> str:
         refusals = t.get("refusals")
         if refusals is None:
             refusals = derived_refusals(folder, run)
-        by_mode.setdefault(run["mode"], []).append({**t, "refusals": refusals})
+        billed = t.get("billed_tokens")
+        if billed is None:
+            billed = totals(_transcript(folder, run["mode"], run["seed"])).billed
+        by_mode.setdefault(run["mode"], []).append({**t, "refusals": refusals, "billed_tokens": billed})
         kinds = ", ".join(f"{k} {v}" for k, v in refusals.items()) or "none"
         best = f"{t['best_metric']:.4f}" if t["best_metric"] is not None else "none"
         lines.append(
             f"| {run['mode']} | {run['seed']} | {t['experiments']} | {t['llm_calls']} | "
-            f"{sum(refusals.values())} ({kinds}) | {best} | {t['context_tokens']:,.0f} | "
+            f"{sum(refusals.values())} ({kinds}) | {best} | {billed:,.0f} | {t['context_tokens']:,.0f} | "
             f"{t.get('symmetric_tokens', 0):,.0f} | {t['full_tokens']:,.0f} | {t['output_tokens']:,.0f} | "
             f"{t['wall_s']:,.0f} | {run['stop_reason']} |"
         )
     lines += [
         "",
-        "| mode | mean best | best per seed (sd) | refused / calls | mean full tokens |",
-        "|---|---|---|---|---|",
+        "| mode | mean best | best per seed (sd) | refused / calls | mean billed tokens | mean full tokens "
+        "| full tokens per call |",
+        "|---|---|---|---|---|---|---|",
     ]
     for mode, runs in by_mode.items():
         bests = [r["best_metric"] for r in runs if r["best_metric"] is not None]
@@ -107,8 +113,11 @@ def table(folders: list[Path]) -> str:
         mean = f"{statistics.fmean(bests):.4f}" if bests else "none"
         per_seed = ", ".join(f"{b:.4f}" for b in bests)
         full = statistics.fmean(r["full_tokens"] for r in runs)
+        billed = statistics.fmean(r["billed_tokens"] for r in runs)
+        per_call = sum(r["full_tokens"] for r in runs) / calls
         lines.append(
-            f"| {mode} | {mean} | {per_seed}{spread} | {refused}/{calls} ({refused / calls:.0%}) | {full:,.0f} |"
+            f"| {mode} | {mean} | {per_seed}{spread} | {refused}/{calls} ({refused / calls:.0%}) | {billed:,.0f} "
+            f"| {full:,.0f} | {per_call:,.0f} |"
         )
     return "\n".join(lines)
 

@@ -1,5 +1,5 @@
-"""The scripted-double token benchmarks of issue 16: run them, judge them against their targets, and
-check that the committed results are what the documented commands give.
+"""The scripted-double token benchmarks of issues 16 and 30: run them, judge them against their
+targets, and check that the committed results are what the documented commands give.
 
 The three studies are the commands docs/benchmarks.md documents (hpo-covertype at 15 iterations on
 three seeds and at 200 on one, codeopt-records at 40 on three), all with the `scripted` backend: a
@@ -56,6 +56,7 @@ STUDIES: dict[str, list[str]] = {
     "codeopt-40": ["--task", "codeopt-records", "--iterations", "40", "--seeds", "42,123,456"],
 }
 TOKEN_KEYS = ("context_tokens", "symmetric_tokens", "full_tokens", "cache_weighted_tokens", "output_tokens")
+MODES = ("stateless", "stateless-strong", "stateful")
 
 
 def run_study(name: str, out: Path, covtype: Path) -> float:
@@ -101,7 +102,8 @@ def run_quick(out: Path, covtype: Path, tolerance: float) -> list[str]:
         )
         fresh = json.loads((out / study / "results.json").read_text())
         committed = json.loads((COMMITTED / study / "results.json").read_text())
-        for mode in ("stateless", "stateful"):
+        # Every mode the committed study holds (codeopt-40 predates the strong baseline).
+        for mode in [m for m in MODES if any(r["mode"] == m for r in committed["runs"])]:
             new, old = (_per_iteration(r, mode, seed, iterations) for r in (fresh, committed))
             for rows, folder in ((new, out / study), (old, COMMITTED / study)):
                 _without_profile_lines(rows, folder / "transcripts" / f"{mode}-{seed}.jsonl.gz")
@@ -168,7 +170,9 @@ def stateful_context_per_iteration(results: dict[str, Any], first: int, last: in
 
 
 def targets(folder: Path) -> list[tuple[str, str, float, str, bool]]:
-    """(study, measure, value, target, met) for each of issue 16's scripted targets."""
+    """(study, measure, value, target, met) for each of the scripted targets: issue 16's (against the
+    paper's baseline), then issue 30's (dollars against the strong baseline, each side cached by its
+    provider's rules, for every named model)."""
     load = {name: json.loads((folder / name / "results.json").read_text()) for name in STUDIES}
     rows: list[tuple[str, str, float, str, bool]] = []
 
@@ -198,6 +202,18 @@ def targets(folder: Path) -> list[tuple[str, str, float, str, bool]]:
             abs(change) <= 0.1,
         )
     )
+    for study, at_least in (("hpo-15", 2.0), ("hpo-200", 1.0)):
+        summary = load[study]["summary"]
+        strong = summary.get("cost_ratio", {}).get("stateless-strong")
+        if strong is None:
+            rows.append((study, "USD ratio, strong cached baseline / stateful", 0.0, "not run", False))
+            continue
+        for model, value in strong.items():
+            label = f"USD ratio on {model}, strong cached baseline / stateful"
+            target = f">= {at_least:g}x" if at_least > 1 else "> 1x (cheaper)"
+            rows.append((study, label, value or 0.0, target, bool(value) and value >= at_least and value > 1))
+        billed = summary.get("ratio_strong", {}).get("billed_tokens")
+        rows.append((study, "billed ratio, strong baseline / stateful", billed or 0.0, "(reported)", True))
     return rows
 
 
@@ -207,7 +223,7 @@ def differences(fresh: Path, committed: Path, tolerance: float) -> list[str]:
     for name in STUDIES:
         new = json.loads((fresh / name / "results.json").read_text())["summary"]
         old = json.loads((committed / name / "results.json").read_text())["summary"]
-        for mode in ("stateless", "stateful"):
+        for mode in [m for m in MODES if m in old]:
             for key in TOKEN_KEYS:
                 a, b = old[mode][key], new[mode][key]
                 if abs(a - b) > tolerance * max(abs(a), 1):

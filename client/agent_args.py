@@ -52,6 +52,7 @@ positive_int = whole_number("expected", 1, MAX_THREADS)
 budget_arg = whole_number("the budget is", 1, MAX_BUDGET, "experiments")
 reeval_arg = whole_number("--reeval-seeds is", 0, MAX_REEVAL_SEEDS)
 token_budget_arg = whole_number("the token budget is", 1, unit="tokens")
+context_window_arg = whole_number("the context window is", 1, unit="tokens")
 max_tokens_arg = whole_number("expected", 1, unit="tokens")
 max_failures_arg = whole_number("expected", 1, unit="calls in a row")
 seed_arg = whole_number("expected", 0, MAX_SEED)
@@ -152,7 +153,11 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="LLM endpoint, e.g. http://127.0.0.1:8080/v1 (default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's)",
     )
     parser.add_argument(
-        "--prompt-caching", action="store_true", help="anthropic: cache system prompt and tools"
+        "--prompt-caching",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="anthropic: send cache_control breakpoints (the system prompt and tools; the stateless"
+        " baseline's history), as a careful client does (default: on; --no-prompt-caching: off)",
     )
     parser.add_argument(
         "--llm-timeout",
@@ -198,6 +203,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="full tokens (everything sent plus the replies, over every LLM call) the run may spend;"
         " it stops before a call that could exceed them (compare: each run's own cap; default: no cap)",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=context_window_arg,
+        metavar="N",
+        help="the model's window in its own tokens (e.g. 16384 for a local server started so): a run whose"
+        " next prompt plus --max-tokens would not fit stops there with reason context-window, instead of"
+        " being cut off by the server (default: not checked)",
     )
     parser.add_argument(
         "--target", type=target_arg, help="the run converges (and stops) when the metric reaches this"

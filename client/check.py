@@ -1,5 +1,6 @@
 """CHECK: the decisions that end a run, made without the LLM, and what a finished agent reports."""
 
+import math
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, Literal
@@ -7,16 +8,28 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
-from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse
+from autoresearch_mcp.client.llm.base import ContextWindowError, LLMRequest, LLMResponse, billed_input
 from autoresearch_mcp.client.meter import Transcript, input_tokens
+from autoresearch_mcp.client.prompts import repeat_hint
 from autoresearch_mcp.contract.arguments import FinishRunArgs
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
 # "stopped": something other than this agent finished the run (a host's finish_run, the dashboard).
+# "context-window": the next prompt would not fit the model's window (--context-window).
 StopReason = Literal[
-    "budget", "target", "llm-done", "stopped", "failures", "call-limit", "llm-error", "token-budget"
+    "budget",
+    "target",
+    "llm-done",
+    "stopped",
+    "failures",
+    "call-limit",
+    "llm-error",
+    "token-budget",
+    "context-window",
 ]
+Mode = Literal["stateful", "stateless", "stateless-strong"]
 Progress = Callable[[dict[str, Any]], None]
+MAX_REFUSAL_CHARS = 3000
 
 
 class AgentConfig(BaseModel):
@@ -41,6 +54,12 @@ class AgentConfig(BaseModel):
         ge=1,
         description="full tokens the run's LLM calls may spend in all (TokenCounts.full); None = no cap",
     )
+    context_window: int | None = Field(
+        default=None,
+        ge=1,
+        description="the model's window in its own tokens: a call whose prompt (as the provider counted "
+        "the last one) plus max_tokens would not fit ends the run instead; None = not checked",
+    )
 
     @property
     def max_calls(self) -> int:
@@ -48,18 +67,31 @@ class AgentConfig(BaseModel):
         return self.iterations * 4 + 10
 
 
-class TokenBudgetStop(Exception):
-    """CHECK's decision, taken in `Agent.ask` once the request is built: the call could take the run
-    past its token budget, so it is not made."""
+class AgentStop(Exception):
+    """CHECK's decision, taken in `Agent.ask` once the request is built: the call is not made."""
+
+    reason: StopReason
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
-        self.stop: tuple[StopReason, str] = ("token-budget", detail)
+        self.stop: tuple[StopReason, str] = (self.reason, detail)
+
+
+class TokenBudgetStop(AgentStop):
+    """The call could take the run past its token budget."""
+
+    reason = "token-budget"
+
+
+class ContextWindowStop(AgentStop):
+    """The prompt and the longest reply would not fit the model's window (or the provider said so)."""
+
+    reason = "context-window"
 
 
 class AgentResult(BaseModel):
     run_id: str
-    mode: Literal["stateful", "stateless"]
+    mode: Mode
     stop_reason: StopReason
     detail: str
     experiments: int
@@ -94,7 +126,7 @@ def check(run: Run, failures: int, config: AgentConfig, calls: int) -> tuple[Sto
 async def finish(
     rc: ResearchClient,
     run_id: str,
-    mode: Literal["stateful", "stateless"],
+    mode: Mode,
     stop: tuple[StopReason, str] | None,
     calls: int,
     transcript: Transcript,
@@ -136,9 +168,33 @@ class Agent:
         self.progress = progress or (lambda event: None)
         self.failures = 0
         self.calls = 0
+        self.repeats = 0  # exact-repeat refusals so far: the hint after each names another param
+        self.provider_ratio = 1.0  # the provider's input count over the meter's, on the last call
         # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
         # call or no parsable proposal, arguments that are not JSON, a tool not offered).
         self.refusals: Counter[str] = Counter()
+
+    def refusal_text(self, tool: str, outcome: ToolOutcome, sent: dict[str, Any]) -> str:
+        """What the model is told of a refused call: the server's message, and after an exact repeat a
+        value to change. The refusal says what the call resolved to (the experiment it repeats, not only
+        what it sent: with base="best" a param left out is the best's, which may sit on a bound) and how
+        varied each param is: no history to read. Both agents tell it alike."""
+        text = outcome.text[:MAX_REFUSAL_CHARS]
+        if outcome.refusal is None or outcome.refusal.kind != "exact_repeat":
+            return text
+        detail = outcome.refusal.detail
+        params = detail.get("params")
+        if not isinstance(params, dict):
+            params = sent
+        counts = detail.get("distinct")
+        known = counts if isinstance(counts, dict) else {}
+        names = list(self.config.task.params_schema.get("properties", {}))
+        # Every param of the task (schema order) with the distinct values it took so far, as the
+        # server counted them (a param it has not counted took none).
+        distinct = {name: int(known.get(name, 0)) for name in names}
+        hint = repeat_hint(tool, params, distinct, self.repeats, self.config.task.params_schema)
+        self.repeats += 1
+        return f"{text} {hint}"
 
     def refused(self, outcome: ToolOutcome | None = None, kind: str | None = None) -> None:
         """Count one refusal: the kind the server gave the outcome, else `kind`."""
@@ -149,18 +205,37 @@ class Agent:
 
     async def ask(self, request: LLMRequest, run: Run) -> LLMResponse:
         """One LLM call toward the run's next experiment, recorded and shown; LLMError passes through.
-        Raises TokenBudgetStop instead of a call whose input and longest reply could exceed the budget."""
-        budget = self.config.token_budget
+        Raises TokenBudgetStop instead of a call whose input and longest reply could exceed the budget,
+        ContextWindowStop instead of one that would not fit the model's window (or that the provider
+        refused as too long: never a silent truncation)."""
+        budget, window = self.config.token_budget, self.config.context_window
+        sending = input_tokens(request, self.transcript.llm)
         if budget is not None:
             spent = self.transcript.full_tokens
-            sending = input_tokens(request, self.transcript.llm)
             if spent + sending + request.max_tokens > budget:
                 raise TokenBudgetStop(
                     f"token budget reached: {spent:,} of {budget:,} spent, and the next call could"
                     f" cost {sending + request.max_tokens:,} ({sending:,} to send, up to"
                     f" {request.max_tokens:,} back)"
                 )
-        response, counts = await self.transcript.complete(request, iteration=run.used + 1)
+        if window is not None:
+            # The provider counts with its own tokenizer and chat template: scale the meter's count by
+            # what it made of the previous prompt (1.0 before any, and for the scripted double).
+            estimate = math.ceil(sending * self.provider_ratio)
+            if estimate + request.max_tokens > window:
+                raise ContextWindowStop(
+                    f"the next prompt would not fit the model's {window:,}-token window: about"
+                    f" {estimate:,} tokens by the provider's count ({sending:,} by cl100k_base, x"
+                    f"{self.provider_ratio:.2f} as on the last call) plus up to {request.max_tokens:,}"
+                    " for the reply"
+                )
+        try:
+            response, counts = await self.transcript.complete(request, iteration=run.used + 1)
+        except ContextWindowError as exc:
+            raise ContextWindowStop(f"the provider refused the prompt as too long: {exc}") from exc
+        billed = billed_input(response)
+        if billed is not None and counts.full > counts.output:
+            self.provider_ratio = billed / (counts.full - counts.output)
         self.calls += 1
         self.progress({"run": run, "calls": self.calls, "tokens": counts.model_dump()})
         return response

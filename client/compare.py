@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autoresearch_mcp.client.agent_args import add_agent_arguments, check_agent_args, seeds_arg
+from autoresearch_mcp.client.billing import run_cost
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import connect
 from autoresearch_mcp.client.live import SCRIPTED_NOTE
@@ -31,10 +32,21 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run
 from autoresearch_mcp.contract.transcript import TokenTotals, load_transcript, totals, totals_by_iteration
 
-MODES = ("stateless", "stateful")
-MEASURES = ("context_tokens", "symmetric_tokens", "full_tokens", "cache_weighted_tokens", "output_tokens")
-RATIO_MEASURES = MEASURES[:4]
+# The paper's baseline, the strongest honest one (docs/benchmarks.md), and the agent.
+MODES = ("stateless", "stateless-strong", "stateful")
+BASELINES = ("stateless", "stateless-strong")
+HEADLINE_BASELINE = "stateless-strong"
+MEASURES = (
+    "billed_tokens",
+    "context_tokens",
+    "symmetric_tokens",
+    "full_tokens",
+    "cache_weighted_tokens",
+    "output_tokens",
+)
+RATIO_MEASURES = MEASURES[:5]
 _FIELDS = {  # results.json measure -> TokenTotals field
+    "billed_tokens": "billed",
     "context_tokens": "context",
     "symmetric_tokens": "symmetric",
     "full_tokens": "full",
@@ -49,8 +61,10 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     parser.add_argument("--seeds", type=seeds_arg, default="42,123,456", help="comma-separated seeds")
     parser.add_argument(
         "--modes",
-        default="stateless,stateful",
-        help="which agents to run (e.g. only stateful, for a window study)",
+        default=",".join(MODES),
+        help="which agents to run, comma-separated: stateless (the paper's baseline), stateless-strong (the"
+        " strongest honest one: refusal feedback, compact history lines) and stateful (default: all three;"
+        " e.g. only stateful, for a window study)",
     )
     parser.add_argument("--out", type=Path, required=True, help="output directory")
     parser.add_argument(
@@ -89,6 +103,7 @@ def per_iteration(result: AgentResult) -> list[dict[str, Any]]:
                 "best_metric": best,
                 "wall_s": round(finished - previous, 3),
                 "llm_calls": t.calls,
+                "latency_s": round(t.latency_s, 3),
             }
         )
         previous = finished
@@ -99,6 +114,7 @@ def per_iteration(result: AgentResult) -> list[dict[str, Any]]:
             for measure, field in _FIELDS.items():
                 rows[-1][measure] = round(rows[-1][measure] + getattr(t, field), 1)
             rows[-1]["llm_calls"] += t.calls
+            rows[-1]["latency_s"] = round(rows[-1]["latency_s"] + t.latency_s, 3)
     return rows
 
 
@@ -117,8 +133,18 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
         best_high=run.best.high if run.best else None,
         wall_s=round(wall, 2),
         llm_calls=result.llm_calls,
+        latency_s=round(spent.latency_s, 2),
         experiments=len(rows),
         refusals=result.refusals,
+        billed={
+            "source": spent.billed_source,
+            "input": spent.billed_input,
+            "cached_read": spent.billed_cached_read if spent.provider_calls else None,
+            "cache_write": spent.billed_cache_write if spent.provider_calls else None,
+            "output": spent.billed_output,
+        },
+        # What the same requests would cost on each named model, its caching rules applied to both modes.
+        cost=run_cost(records),
     )
     return {
         "mode": mode,
@@ -126,6 +152,7 @@ def run_record(mode: str, seed: int, result: AgentResult) -> dict[str, Any]:
         "run_id": result.run_id,
         "from_run": run.from_run,
         "stop_reason": result.stop_reason,
+        "stop_detail": result.detail,
         "token_budget": budget_record(result),
         "per_iteration": rows,
         "totals": record_totals,
@@ -146,14 +173,15 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         mine = [r["totals"] for r in runs if r["mode"] == mode]
         if not mine:
             continue
-        means = {
-            k: round(statistics.fmean(t[k] for t in mine), 2) for k in (*MEASURES, "wall_s", "llm_calls")
-        }
+        keys = [k for k in (*MEASURES, "wall_s", "llm_calls", "latency_s") if all(k in t for t in mine)]
+        means = {k: round(statistics.fmean(t[k] for t in mine), 2) for k in keys}
         bests = [t["best_metric"] for t in mine if t["best_metric"] is not None]
         means["best_metric"] = round(statistics.fmean(bests), 4) if bests else None
         calls = sum(t["llm_calls"] for t in mine)
         exps = sum(t["experiments"] for t in mine)
         means["llm_calls_per_experiment"] = round(calls / exps, 3) if exps else None
+        if "latency_s" in means and calls:
+            means["latency_s_per_call"] = round(sum(t["latency_s"] for t in mine) / calls, 3)
         # Sampling models differ from run to run: every seed's best and the spread, not just the mean.
         means["best_metric_per_seed"] = [t["best_metric"] for t in mine]
         means["best_metric_sd"] = round(statistics.stdev(bests), 4) if len(bests) > 1 else None
@@ -162,35 +190,67 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             refusals.update(t.get("refusals", {}))
         means["refusals"] = dict(sorted(refusals.items()))
         means["refused_share_of_calls"] = round(sum(refusals.values()) / calls, 3) if calls else None
+        sources = sorted({t["billed"]["source"] for t in mine if "billed" in t})
+        if sources:
+            means["billed_source"] = sources[0] if len(sources) == 1 else "mixed"
+        if all("cost" in t for t in mine):
+            models = mine[0]["cost"]
+            means["cost_usd"] = {
+                m: round(statistics.fmean(t["cost"][m]["usd"] for t in mine), 6) for m in models
+            }
         if not any(t.get("cacheable_calls") for t in mine):
             means["cache_weighted_note"] = (
                 "equals full: the fixed prefix is below the provider's minimum cacheable length, "
                 "so nothing would be cached"
             )
         summary[mode] = means
-    if all(m in summary for m in MODES):
-        counts = {m: sorted(r["totals"]["experiments"] for r in runs if r["mode"] == m) for m in MODES}
-        if counts["stateless"] != counts["stateful"]:
-            # Tokens per run mean nothing side by side when one mode did less of the work.
-            summary["ratio"] = {}
-            summary["ratio_note"] = (
-                f"no ratio: the modes recorded different numbers of experiments (stateless "
-                f"{counts['stateless']}, stateful {counts['stateful']} per seed)"
-            )
-        else:
-            summary["ratio"] = {
-                m: round(summary["stateless"][m] / summary["stateful"][m], 2)
-                if summary["stateful"][m]
+    for baseline in BASELINES:
+        if baseline not in summary or "stateful" not in summary:
+            continue
+        suffix = "" if baseline == "stateless" else "_strong"
+        ratios, note = _ratios(runs, summary, baseline)
+        summary[f"ratio{suffix}"] = ratios
+        if note:
+            summary[f"ratio{suffix}_note"] = note
+        elif "cost_usd" in summary[baseline] and "cost_usd" in summary["stateful"]:
+            summary.setdefault("cost_ratio", {})[baseline] = {
+                m: round(usd / summary["stateful"]["cost_usd"][m], 2)
+                if summary["stateful"]["cost_usd"][m]
                 else None
-                for m in RATIO_MEASURES
+                for m, usd in summary[baseline]["cost_usd"].items()
             }
+        if not note and baseline == "stateless":
             # Per iteration, like the ratios: only where both modes ran the same iterations.
             summary["full_tokens_crossover_iteration"] = crossover(runs)
+    headline = HEADLINE_BASELINE if "ratio_strong" in summary else "stateless"
+    if f"ratio{'_strong' if headline != 'stateless' else ''}" in summary:
+        summary["headline"] = {
+            "baseline": headline,
+            "measure": "billed_tokens",
+            "billed_source": summary["stateful"].get("billed_source"),
+        }
     return summary
 
 
-def crossover(runs: list[dict[str, Any]]) -> int | None:
-    """The first iteration from which stateful's cumulative full tokens stay below stateless's."""
+def _ratios(
+    runs: list[dict[str, Any]], summary: dict[str, Any], baseline: str
+) -> tuple[dict[str, float | None], str | None]:
+    """`baseline` / stateful for each token measure; none when the two recorded different numbers of
+    experiments (tokens per run mean nothing side by side when one mode did less of the work)."""
+    counts = {
+        m: sorted(r["totals"]["experiments"] for r in runs if r["mode"] == m) for m in (baseline, "stateful")
+    }
+    if counts[baseline] != counts["stateful"]:
+        return {}, (
+            f"no ratio: the modes recorded different numbers of experiments ({baseline} "
+            f"{counts[baseline]}, stateful {counts['stateful']} per seed)"
+        )
+    a, b = summary[baseline], summary["stateful"]
+    return {m: round(a[m] / b[m], 2) if b.get(m) else None for m in RATIO_MEASURES if m in a and m in b}, None
+
+
+def crossover(runs: list[dict[str, Any]], baseline: str = "stateless") -> int | None:
+    """The first iteration from which stateful's cumulative full tokens stay below the baseline's."""
 
     def mean_cumulative(mode: str) -> list[float]:
         series = [[row["full_tokens"] for row in r["per_iteration"]] for r in runs if r["mode"] == mode]
@@ -201,7 +261,7 @@ def crossover(runs: list[dict[str, Any]]) -> int | None:
             out.append(total)
         return out
 
-    stateless, stateful = mean_cumulative("stateless"), mean_cumulative("stateful")
+    stateless, stateful = mean_cumulative(baseline), mean_cumulative("stateful")
     first = None
     for i, (cost_stateless, cost_stateful) in enumerate(zip(stateless, stateful, strict=False), start=1):
         if cost_stateful >= cost_stateless:

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from autoresearch_mcp.client.llm.base import LLM, LLMRequest, LLMResponse, Message, ToolCall
 from autoresearch_mcp.contract.env import transcripts_dir
+from autoresearch_mcp.contract.transcript import billed_of
 
 CACHE_READ_WEIGHT = 0.1
 
@@ -161,6 +162,7 @@ class Transcript:
             "provider_usage": response.usage.model_dump() if response.usage is not None else None,
             "token_budget": self.token_budget,
         }
+        line["billed"] = billed_of(line)
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
         return tokens

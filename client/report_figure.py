@@ -16,7 +16,7 @@ PAPER = {
 
 
 def _mean_series(results: dict[str, Any], mode: str, key: str) -> list[float]:
-    series = [[row[key] for row in r["per_iteration"]] for r in results["runs"] if r["mode"] == mode]
+    series = [[row.get(key) for row in r["per_iteration"]] for r in results["runs"] if r["mode"] == mode]
     if not series:
         return []
     length = min(len(s) for s in series)
@@ -35,21 +35,40 @@ def _fmt(value: Any, digits: int = 0) -> str:
     return f"{value:,.0f}"
 
 
+MODE_LABELS = {
+    "stateless": "stateless (paper's)",
+    "stateless-strong": "stateless-strong",
+    "stateful": "stateful",
+}
+COLOURS = {"stateless": "#c0504d", "stateless-strong": "#f79646", "stateful": "#4f81bd"}
+BILLED_SOURCE = {
+    "provider": "as the provider counted",
+    "tiktoken": "cl100k_base: no provider reported usage",
+    "mixed": "the provider's count where it reported one",
+}
+
+
+def _modes(results: dict[str, Any]) -> list[str]:
+    return [m for m in MODE_LABELS if m in results["summary"]]
+
+
 def write_table(results: dict[str, Any], path: Path) -> None:
+    from autoresearch_mcp.client.prices import prices
+
     s = results["summary"]
-    a, b = s.get("stateless", {}), s.get("stateful", {})
-    ratio = s.get("ratio", {})
+    modes = _modes(results)
+    baselines = [m for m in ("stateless", "stateless-strong") if m in modes and "stateful" in modes]
+    ratio_of = {"stateless": s.get("ratio", {}), "stateless-strong": s.get("ratio_strong", {})}
     paper = PAPER.get(results["task"])
     same_budget = paper is not None and paper["iterations"] == results["iterations"]
-    head = "| | stateless | stateful | ratio |" + (
-        " paper stateless | paper stateful |" if same_budget else ""
-    )
-    rule = "|---|---|---|---|" + ("---|---|" if same_budget else "")
+    head = ["", *(MODE_LABELS[m] for m in modes), *(f"ratio, {MODE_LABELS[b]} / stateful" for b in baselines)]
+    if same_budget:
+        head += ["paper stateless", "paper stateful"]
     lines = [
         f"**{results['task']}**, {results['iterations']} iterations, seeds {', '.join(map(str, results['seeds']))},"
         f" LLM: {results['llm']}, stateful window: {results['window']}. Means over seeds."
         + (
-            f" The two modes ran at the same time, {results['hpo_threads']} training thread(s) each."
+            f" The modes ran at the same time, {results['hpo_threads']} training thread(s) each."
             if results.get("parallel") and results.get("hpo_threads")
             else ""
         )
@@ -59,13 +78,13 @@ def write_table(results: dict[str, Any], path: Path) -> None:
             else ""
         ),
         "",
-        head,
-        rule,
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
     ]
 
     def row(label: str, key: str, digits: int = 0, paper_index: int | None = None) -> None:
-        r = ratio.get(key)
-        cells = [label, _fmt(a.get(key), digits), _fmt(b.get(key), digits), f"{r:.1f}x" if r else ""]
+        cells = [label, *(_fmt(s[m].get(key), digits) for m in modes)]
+        cells += [f"{ratio_of[b][key]:.1f}x" if ratio_of[b].get(key) else "" for b in baselines]
         if same_budget and paper is not None:
             cells += [
                 _fmt(paper["stateless"][paper_index], digits) if paper_index is not None else "",
@@ -73,39 +92,70 @@ def write_table(results: dict[str, Any], path: Path) -> None:
             ]
         lines.append("| " + " | ".join(cells) + " |")
 
+    sources = {s[m].get("billed_source") for m in modes} - {None}
+    source = BILLED_SOURCE.get(sources.pop() if len(sources) == 1 else "mixed", "")
+    row(f"billed tokens ({source})", "billed_tokens")
     row("context tokens (paper's measure)", "context_tokens", paper_index=0)
     row("symmetric tokens (instructions counted on both sides)", "symmetric_tokens")
     row("full tokens (everything sent, as serialised, + output)", "full_tokens")
     row("cache-weighted tokens", "cache_weighted_tokens")
     row("output tokens", "output_tokens")
+    table = prices().models
+    for name, model in table.items():
+        if not all(name in s[m].get("cost_usd", {}) for m in modes):
+            continue
+        cells = [
+            f"USD on {model.label}, cached by its rules",
+            *(f"{s[m]['cost_usd'][name]:.4f}" for m in modes),
+        ]
+        cells += [
+            f"{s['cost_ratio'][b][name]:.1f}x" if s.get("cost_ratio", {}).get(b, {}).get(name) else ""
+            for b in baselines
+        ]
+        lines.append("| " + " | ".join(cells + (["", ""] if same_budget else [])) + " |")
     row("best metric", "best_metric", 4, paper_index=1)
     row("wall-clock (s)", "wall_s", paper_index=2)
     row("LLM calls per experiment", "llm_calls_per_experiment", 2)
-    per_a = _mean_series(results, "stateless", "context_tokens")
-    per_b = _mean_series(results, "stateful", "context_tokens")
-    if per_a and per_b:
-        lines.append(
-            f"| context tokens per iteration, first / last | {per_a[0]:,.0f} / {per_a[-1]:,.0f} |"
-            f" {per_b[0]:,.0f} / {per_b[-1]:,.0f} | |" + (" | |" if same_budget else "")
-        )
+    row("LLM latency per call (s)", "latency_s_per_call", 2)
+    firsts = {m: _mean_series(results, m, "context_tokens") for m in modes}
+    if all(firsts.values()):
+        cells = ["context tokens per iteration, first / last"]
+        cells += [f"{firsts[m][0]:,.0f} / {firsts[m][-1]:,.0f}" for m in modes]
+        cells += [""] * (len(head) - len(cells))
+        lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     if results.get("from_run"):
         lines.append(
             f"Every run started from {results['from_run']} (--from-run): its best was re-measured as each"
             " run's experiment #1."
         )
-    if s.get("ratio_note"):
-        lines.append(s["ratio_note"][0].upper() + s["ratio_note"][1:] + ".")
-    for mode in ("stateless", "stateful"):
+    for key in ("ratio_note", "ratio_strong_note"):
+        if s.get(key):
+            lines.append(s[key][0].upper() + s[key][1:] + ".")
+    for mode in modes:
         if s.get(mode, {}).get("cache_weighted_note"):
-            lines.append(f"{mode.capitalize()} cache-weighted tokens {s[mode]['cache_weighted_note']}.")
-    if a and b and "full_tokens_crossover_iteration" in s:  # only where both modes did the same work
+            lines.append(
+                f"{MODE_LABELS[mode].capitalize()} cache-weighted tokens {s[mode]['cache_weighted_note']}."
+            )
+    if "stateless" in modes and "stateful" in modes and "full_tokens_crossover_iteration" in s:
         crossover = s["full_tokens_crossover_iteration"]
         lines.append(
             f"Stateful's cumulative full tokens stay below stateless's from iteration {crossover} on."
             if crossover
             else "Stateful's cumulative full tokens never fall below stateless's."
         )
+    if any(name in s[m].get("cost_usd", {}) for m in modes for name in table):
+        lines.append(
+            "USD: each run's requests billed by the model's published prompt-cache rules and prices"
+            " (client/prices.toml, with sources and dates), counted with cl100k_base for every model."
+        )
+    stopped = [
+        f"{r['mode']} seed {r['seed']}: {r['stop_reason']} ({r.get('stop_detail', '')})"
+        for r in results["runs"]
+        if r.get("stop_reason") not in (None, "budget")
+    ]
+    if stopped:
+        lines.append("Runs that ended before their budget: " + "; ".join(stopped) + ".")
     intervals = [
         f"{r['mode']} seed {r['seed']}: {r['totals']['best_metric']:.4g} "
         f"[{r['totals']['best_low']:.4g}, {r['totals']['best_high']:.4g}]"
@@ -114,51 +164,59 @@ def write_table(results: dict[str, Any], path: Path) -> None:
     ]
     if intervals:
         lines.append("Best metric of each run with its 95% interval: " + "; ".join(intervals) + ".")
+    per_b = _mean_series(results, "stateful", "billed_tokens") if "stateful" in modes else []
     if len(per_b) >= 200:
         early, late = statistics.fmean(per_b[100:110]), statistics.fmean(per_b[190:200])
         lines.append(
-            f"Stateful context tokens per iteration: mean {early:,.1f} over iterations 101-110, {late:,.1f} over "
+            f"Stateful billed tokens per iteration: mean {early:,.1f} over iterations 101-110, {late:,.1f} over "
             f"191-200 ({(late - early) / early * 100:+.1f}%)."
         )
     path.write_text("\n".join(lines) + "\n")
 
 
 def write_figure(results: dict[str, Any], path: Path) -> None:
+    """Billed tokens per iteration, best metric so far, totals, and the model's latency per iteration:
+    the long run's story (a stateless prefill that grows, a stateful one that does not) in one view."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     s = results["summary"]
+    modes = _modes(results)
     fig, axes = plt.subplots(2, 2, figsize=(11, 8))
-    colours = {"stateless": "#c0504d", "stateful": "#4f81bd"}
-    for mode in ("stateless", "stateful"):
-        tokens = _mean_series(results, mode, "context_tokens")
+    for mode in modes:
+        label, colour = MODE_LABELS[mode], COLOURS[mode]
+        tokens = _mean_series(results, mode, "billed_tokens")
         best = _mean_series(results, mode, "best_metric")
-        xs = range(1, len(tokens) + 1)
-        axes[0][0].plot(xs, tokens, label=mode, color=colours[mode])
-        axes[0][1].plot(range(1, len(best) + 1), best, label=mode, color=colours[mode])
-    axes[0][0].set(title="Context tokens per iteration", xlabel="iteration", ylabel="tokens")
+        latency = _mean_series(results, mode, "latency_s")
+        axes[0][0].plot(range(1, len(tokens) + 1), tokens, label=label, color=colour)
+        axes[0][1].plot(range(1, len(best) + 1), best, label=label, color=colour)
+        axes[1][1].plot(range(1, len(latency) + 1), latency, label=label, color=colour)
+    axes[0][0].set(title="Billed tokens per iteration", xlabel="iteration", ylabel="tokens")
     axes[0][1].set(
         title="Best metric so far", xlabel="iteration", ylabel=results["runs"][0].get("metric", "metric")
     )
-    measures = ["context_tokens", "full_tokens", "cache_weighted_tokens"]
-    width = 0.38
-    for i, mode in enumerate(("stateless", "stateful")):
+    measures = ["billed_tokens", "context_tokens", "full_tokens"]
+    width = 0.8 / max(1, len(modes))
+    for i, mode in enumerate(modes):
         values = [s.get(mode, {}).get(m, 0) for m in measures]
         axes[1][0].bar(
-            [x + i * width for x in range(len(measures))], values, width, label=mode, color=colours[mode]
+            [x + i * width for x in range(len(measures))],
+            values,
+            width,
+            label=MODE_LABELS[mode],
+            color=COLOURS[mode],
         )
     axes[1][0].set_xticks(
-        [x + width / 2 for x in range(len(measures))], ["context", "full", "cache-weighted"]
+        [x + width * (len(modes) - 1) / 2 for x in range(len(measures))], ["billed", "context", "full"]
     )
     axes[1][0].set(title="Total tokens (mean over seeds)", ylabel="tokens")
     axes[1][0].set_yscale("log")
-    walls = [s.get(m, {}).get("wall_s", 0) for m in ("stateless", "stateful")]
-    axes[1][1].bar(["stateless", "stateful"], walls, color=[colours["stateless"], colours["stateful"]])
-    axes[1][1].set(title="Wall-clock (s, mean over seeds)", ylabel="seconds")
-    for ax in (axes[0][0], axes[0][1], axes[1][0]):
-        ax.legend()
+    axes[1][1].set(title="LLM latency per iteration (s)", xlabel="iteration", ylabel="seconds")
+    for ax in (axes[0][0], axes[0][1], axes[1][0], axes[1][1]):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend()
     fig.suptitle(f"{results['task']}: {results['iterations']} iterations, LLM: {results['llm']}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

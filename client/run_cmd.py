@@ -34,9 +34,10 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     add_agent_arguments(parser)
     parser.add_argument(
         "--mode",
-        choices=["stateful", "stateless"],
+        choices=["stateful", "stateless", "stateless-strong"],
         default="stateful",
-        help="stateful: the agent sends a bounded summary; stateless: the baseline that resends the history",
+        help="stateful: the agent sends a bounded summary; stateless: the paper's baseline, which resends the"
+        " history; stateless-strong: the strongest honest baseline (refusal feedback, compact history lines)",
     )
     parser.add_argument(
         "--seed", type=seed_arg, default=42, help="the run's seed (and the scripted double's)"
@@ -181,12 +182,14 @@ async def run_session(
                 max_tokens=args.max_tokens,
                 code_replies=args.code_replies,
                 token_budget=args.token_budget,
+                context_window=args.context_window,
             )
             recorder = Transcript(run.id, mode, llm=llm, path=transcript, token_budget=config.token_budget)
             if mode == "stateful":
                 agent: StatefulAgent | StatelessAgent = StatefulAgent(rc, recorder, run.id, config, progress)
             else:
-                agent = StatelessAgent(rc, recorder, run.id, config, description, progress)
+                strong = mode == "stateless-strong"
+                agent = StatelessAgent(rc, recorder, run.id, config, description, progress, strong=strong)
             result = await agent.run()
             result.token_budget = config.token_budget
             # What the run looks like on the server at the end, read through the same door.

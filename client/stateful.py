@@ -23,26 +23,25 @@ from autoresearch_mcp.client.check import (
     Agent,
     AgentConfig,
     AgentResult,
+    AgentStop,
     Progress,
     StopReason,
-    TokenBudgetStop,
     check,
     finish,
 )
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
-from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult
+from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult, ToolSpec
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
-    repeat_hint,
     text_format,
     text_nudge,
 )
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
-from autoresearch_mcp.client.tools import agent_tools
+from autoresearch_mcp.client.tools import agent_tools, server_arguments
 from autoresearch_mcp.contract.arguments import RunBenchmarkArgs
 from autoresearch_mcp.contract.code_focus import FAILURE_CHARS, Failure, changed_functions, focus_text
 from autoresearch_mcp.contract.errors import error_headline
@@ -151,8 +150,8 @@ def window_texts(window: list[Turn]) -> list[str]:
 
 class StatefulAgent(Agent):
     turns: list[Turn]  # every exchange of this run; the window is chosen from them
-    repeats: int  # exact-repeat refusals so far
     latest_version: int  # text replies: the newest train.py version the model was told of
+    specs: dict[str, ToolSpec]  # the tools offered, by name
     current_code: str  # code tasks: train.py as the last request had it
     changed: list[str]  # code tasks: the functions the last change of train.py touched
     last_result: ExperimentResult | None  # the latest experiment this agent recorded
@@ -166,14 +165,15 @@ class StatefulAgent(Agent):
         progress: Progress | None = None,
     ) -> None:
         super().__init__(rc, transcript, run_id, config, progress)
-        self.turns, self.repeats, self.latest_version = [], 0, 1
+        self.turns, self.latest_version, self.specs = [], 1, {}
         self.current_code, self.changed, self.last_result = "", [], None
 
     async def run(self) -> AgentResult:
         task = self.config.task
         text_mode = task.kind == "code" and self.config.code_replies == "text"
         tools = [] if text_mode else agent_tools(await self.rc.tools(), task)
-        names = {tool.name for tool in tools}
+        self.specs = {tool.name: tool for tool in tools}
+        names = set(self.specs)
         system = (
             (task.agent.text_system_prompt or TEXT_SYSTEM_PROMPT) if text_mode else task.agent.system_prompt
         )
@@ -204,7 +204,7 @@ class StatefulAgent(Agent):
             except LLMError as exc:
                 stop = ("llm-error", str(exc))
                 break
-            except TokenBudgetStop as exc:
+            except AgentStop as exc:
                 stop = exc.stop
                 break
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
@@ -268,29 +268,13 @@ class StatefulAgent(Agent):
                 self.refused(kind="unknown_tool")
             else:
                 fixed = profile.fixed_arguments.get(call.name, {})
-                outcome = await self.rc.call_tool(
-                    call.name, {**call.arguments, **fixed, "run_id": self.run_id}
-                )
+                arguments = server_arguments(self.specs.get(call.name), call.arguments)
+                outcome = await self.rc.call_tool(call.name, {**arguments, **fixed, "run_id": self.run_id})
                 text, is_error = result_text(call.name, outcome), not outcome.ok
                 if not outcome.ok:
                     self.refused(outcome)
-                if outcome.refusal is not None and outcome.refusal.kind == "exact_repeat":
-                    # The refusal says what the call resolved to (the experiment it repeats, not only
-                    # what it sent: with base="best" a param left out is the best's, which may sit on
-                    # a bound) and how varied each param is: no history to read.
-                    detail = outcome.refusal.detail
-                    params = detail.get("params")
-                    if not isinstance(params, dict):
-                        sent = call.arguments.get("params")
-                        params = sent if isinstance(sent, dict) else {}
-                    text += " " + repeat_hint(
-                        call.name,
-                        params,
-                        self._distinct(detail.get("distinct")),
-                        self.repeats,
-                        self.config.task.params_schema,
-                    )
-                    self.repeats += 1
+                    sent = arguments.get("params")
+                    text = self.refusal_text(call.name, outcome, sent if isinstance(sent, dict) else {})
                 ended = self._account(call, outcome, turn)
                 edit_refused = edit_refused or (call.name in CHANGE_TOOLS and not outcome.ok)
                 if call.name in CHANGE_TOOLS and outcome.ok and profile.benchmark_after_edit:
@@ -378,13 +362,6 @@ class StatefulAgent(Agent):
             self.refused(outcome)
             turn.refused = True
         return outcome
-
-    def _distinct(self, counts: object) -> dict[str, int]:
-        """Every param of the task (schema order) with the distinct values it took so far, as the
-        server counted them (a param it has not counted took none)."""
-        known = counts if isinstance(counts, dict) else {}
-        names = list(self.config.task.params_schema.get("properties", {}))
-        return {name: int(known.get(name, 0)) for name in names}
 
     def _account(self, call: ToolCall, outcome: ToolOutcome, turn: Turn) -> bool:
         """Count an experiment the call recorded; whether the run has ended with it."""

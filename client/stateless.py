@@ -1,24 +1,37 @@
 """The stateless baseline: every iteration one fresh request, a single user message holding the
-instructions and the full history in the paper's format, against the same server and tasks.
+instructions and the full history, against the same server and tasks.
 
 Only the context strategy differs from the stateful agent; the history is kept here, on the client,
-as the paper's runner kept it, and re-sent in full every time.
+as the paper's runner kept it, and re-sent in full every time. Two of them:
+- `stateless`, the paper's: its history lines and nothing else, byte for byte;
+- `stateless-strong`, the strongest honest one: a reply that recorded nothing is answered with what
+  the stateful agent is told (the server's refusal, the value to change after an exact repeat), in
+  one line after the history, and HPO history lines carry the same values as `k=v` (half the tokens).
+Both mark where a provider should cache the message (after the history the previous call held), as a
+careful client would; the anthropic backend sends those marks as cache_control breakpoints.
 """
 
 from autoresearch_mcp.client.check import (
     Agent,
     AgentConfig,
     AgentResult,
+    AgentStop,
+    Mode,
     Progress,
     StopReason,
-    TokenBudgetStop,
     check,
     finish,
 )
-from autoresearch_mcp.client.connect import ResearchClient
+from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
 from autoresearch_mcp.client.meter import Transcript
-from autoresearch_mcp.client.prompts import CodeVersion, benchmark_text, stateless_code, stateless_hpo
+from autoresearch_mcp.client.prompts import (
+    CodeVersion,
+    benchmark_text,
+    refusal_feedback,
+    stateless_code,
+    stateless_hpo,
+)
 from autoresearch_mcp.client.replies import function_versions, parse_code, parse_json_object, says_done
 from autoresearch_mcp.contract.arguments import GetCurrentTrainPyArgs, RunBenchmarkArgs, RunExperimentArgs
 from autoresearch_mcp.contract.code_focus import lines_line, time_line
@@ -36,9 +49,14 @@ class StatelessAgent(Agent):
         config: AgentConfig,
         task_description: str,
         progress: Progress | None = None,
+        *,
+        strong: bool = False,
     ) -> None:
         super().__init__(rc, transcript, run_id, config, progress)
         self.description = task_description
+        self.strong = strong
+        self.mode: Mode = "stateless-strong" if strong else "stateless"
+        self.feedback: str | None = None  # strong: why the last reply recorded nothing
         self.experiments: list[Experiment] = []  # HPO: every experiment so far
         self.versions: list[CodeVersion] = []  # code: every version with its benchmark
         self.source = ""  # code: the current train.py
@@ -73,47 +91,51 @@ class StatelessAgent(Agent):
             if stop:
                 break
             task = self.config.task.model_copy(update={"description": self.description})
+            feedback = self.feedback if self.strong else None
             prompt = (
-                stateless_code(task, self.versions, self._profile_text())
+                stateless_code(task, self.versions, self._profile_text(), feedback=feedback)
                 if code_task
-                else stateless_hpo(task, self.experiments)
+                else stateless_hpo(task, self.experiments, compact=self.strong, feedback=feedback)
             )
-            request = LLMRequest(
-                system="", messages=[Message(role="user", text=prompt)], max_tokens=self.config.max_tokens
-            )
+            message = Message(role="user", text=prompt.text, cache_points=prompt.cache_points)
+            request = LLMRequest(system="", messages=[message], max_tokens=self.config.max_tokens)
             try:
                 response = await self.ask(request, run)
             except LLMError as exc:
                 stop = ("llm-error", str(exc))
                 break
-            except TokenBudgetStop as exc:
+            except AgentStop as exc:
                 stop = exc.stop
                 break
             if code_task:
                 stop = await self._code_step(response.text)
             else:
                 stop = await self._hpo_step(response.text)
-        return await finish(
-            self.rc, self.run_id, "stateless", stop, self.calls, self.transcript, self.refusals
-        )
+        return await finish(self.rc, self.run_id, self.mode, stop, self.calls, self.transcript, self.refusals)
+
+    def _unused(self, reason: str, outcome: ToolOutcome | None = None, kind: str | None = None) -> None:
+        """A reply that recorded nothing: one failure, its refusal counted, and (strong) its reason kept
+        for the next prompt."""
+        self.failures += 1
+        self.refused(outcome, kind=kind)
+        self.feedback = refusal_feedback(reason)
 
     async def _hpo_step(self, text: str) -> tuple[StopReason, str] | None:
         params = parse_json_object(text)
         if params is None:
             if says_done(text) and self.experiments:
                 return ("llm-done", text.strip()[:300])
-            self.failures += 1
-            self.refused(kind="unparsed_reply")
+            self._unused("it held no JSON object of hyperparameters.", kind="unparsed_reply")
             return None
         if isinstance(params.get("params"), dict):
             params = params["params"]
         outcome = await self.rc.call(RunExperimentArgs(params=params, run_id=self.run_id))
         if not outcome.ok:
-            self.failures += 1
-            self.refused(outcome)
+            self._unused(self.refusal_text("run_experiment", outcome, params), outcome)
             return None
         experiment = outcome.as_model(ExperimentResult).experiment
         self.experiments.append(experiment)
+        self.feedback = None
         self.failures = 0 if experiment.status == "ok" else self.failures + 1
         return None
 
@@ -127,8 +149,7 @@ class StatelessAgent(Agent):
         if code is None:
             if says_done(text) and len(self.versions) > 1:
                 return ("llm-done", text.strip()[:300])
-            self.failures += 1
-            self.refused(kind="unparsed_reply")
+            self._unused("it held no code (CODE: and a complete function or file).", kind="unparsed_reply")
             return None
         iteration = len(self.versions)
         description = f"stateless iteration {iteration}"
@@ -140,14 +161,12 @@ class StatelessAgent(Agent):
         for tool, arguments in calls:  # the model's code as it sent it (the server judges it)
             changed = await self.rc.call_tool(tool, {**arguments, "run_id": self.run_id})
             if not changed.ok:
-                self.failures += 1
-                self.refused(changed)
+                self._unused(self.refusal_text(tool, changed, {}), changed)
                 return None
         self.source = (await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))).source or ""
         outcome = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
         if not outcome.ok:
-            self.failures += 1
-            self.refused(outcome)
+            self._unused(self.refusal_text("run_benchmark", outcome, {}), outcome)
             return None
         exp = outcome.as_model(ExperimentResult).experiment
         metrics = exp.metrics
@@ -164,5 +183,6 @@ class StatelessAgent(Agent):
             CodeVersion(iteration=iteration, code=self.source, headline=headline, benchmark=block)
         )
         self.profile = outcome.as_model(ExperimentResult).profile
+        self.feedback = None
         self.failures = 0 if exp.status == "ok" else self.failures + 1
         return None

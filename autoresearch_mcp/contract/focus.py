@@ -74,6 +74,9 @@ def focused_tool(
 ) -> tuple[str, dict[str, Any]]:
     """(description, input schema) of tool `name` as offered to the model working on a task whose
     profile is `profile` and params schema `params`. Applied to its own output it changes nothing."""
+    described = profile.tool_descriptions.get(name) or first_sentence(description or name)
+    if input_schema == params_for_model(params):
+        return described, input_schema  # already focused, and flat
     hidden = hidden_arguments(name, profile)
     schema = dict(input_schema)
     defs = schema.pop("$defs", {})
@@ -82,7 +85,23 @@ def focused_tool(
         properties["params"] = params_for_model(params)
     focused = compact({**schema, "properties": properties}, defs)
     focused["required"] = [r for r in schema.get("required", []) if r not in hidden]
-    return profile.tool_descriptions.get(name) or first_sentence(description or name), focused
+    flat = flat_params(focused)
+    return described, focused if flat is None else flat
+
+
+def flat_params(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """A focused tool left with `params` alone takes the params at the top level, and whoever calls the
+    server nests them under `params` (`nested`): fewer tokens each way, and the shape small models write
+    anyway. Its flat schema, or None."""
+    properties = schema.get("properties", {})
+    return properties["params"] if set(properties) == {"params"} else None
+
+
+def nested(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A flat tool's arguments as the server takes them (a reply that nested them itself, as it is)."""
+    if set(arguments) == {"params"} and isinstance(arguments["params"], dict):
+        return arguments
+    return {"params": arguments}
 
 
 def result_line(result: ExperimentResult) -> str:

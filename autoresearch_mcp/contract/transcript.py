@@ -2,8 +2,10 @@
 the dashboard and the report. Each line holds `ts`, `run_id`, `mode`, `iteration` (the experiment the
 call works toward), `call`, `llm`, `scripted`, `request`, `response`, `latency_s`, `tokens` (`fixed`,
 `system`, `messages`, `output`, `context`, `symmetric`, `full`, `cache_weighted`, `cacheable`),
-`provider_usage` and `token_budget` (the full tokens the client held the calls of its session to,
-`--token-budget`; null without one, absent from transcripts written before it). A session is one client
+`provider_usage` (what the provider reported, as it reported it; null where it reports nothing, as
+the scripted double), `billed` (that usage put one way for every provider, see `billed_of`) and
+`token_budget` (the full tokens the client held the calls of its session to, `--token-budget`; null
+without one, absent from transcripts written before it). A session is one client
 command: its calls are numbered from 1, so a resumed run (`run --run-id`) starts a new session, and its
 budget counts only the calls made since."""
 
@@ -63,6 +65,33 @@ def budget_use(records: list[dict[str, Any]]) -> BudgetUse | None:
     return BudgetUse(budget=budget, spent=spent)
 
 
+def billed_of(record: dict[str, Any]) -> dict[str, Any]:
+    """One call's tokens as billed: `input` (every input token, cached or not), `cached_read`,
+    `cache_write`, `output`, and `source`: "provider" where the provider reported its usage, else
+    "tiktoken" (the meter's cl100k_base count: all a scripted double has, and no cache fields).
+    Anthropic reports input without its cache reads and writes; OpenAI-compatible servers include
+    their cached tokens in the prompt count (`cached_in_input`)."""
+    usage = record.get("provider_usage") or {}
+    if usage.get("input_tokens") is not None and usage.get("output_tokens") is not None:
+        read, write = usage.get("cache_read_input_tokens"), usage.get("cache_creation_input_tokens")
+        extra = 0 if usage.get("cached_in_input") else (read or 0) + (write or 0)
+        return {
+            "source": "provider",
+            "input": usage["input_tokens"] + extra,
+            "cached_read": read,
+            "cache_write": write,
+            "output": usage["output_tokens"],
+        }
+    t = record["tokens"]
+    return {
+        "source": "tiktoken",
+        "input": t["full"] - t["output"],
+        "cached_read": None,
+        "cache_write": None,
+        "output": t["output"],
+    }
+
+
 class TokenTotals(BaseModel):
     calls: int = 0
     fixed: int = 0
@@ -73,9 +102,32 @@ class TokenTotals(BaseModel):
     full: int = 0
     cache_weighted: float = 0.0
     latency_s: float = 0.0
+    # As billed (billed_of): what the provider counted where it reported usage, else the meter's count.
+    billed_input: int = 0
+    billed_output: int = 0
+    billed_cached_read: int = 0
+    billed_cache_write: int = 0
+    provider_calls: int = 0  # calls whose provider reported usage
+
+    @property
+    def billed(self) -> int:
+        return self.billed_input + self.billed_output
+
+    @property
+    def billed_source(self) -> str:
+        """provider (every call reported), tiktoken (none did: the scripted double), or mixed."""
+        if self.provider_calls == self.calls and self.calls:
+            return "provider"
+        return "tiktoken" if not self.provider_calls else "mixed"
 
     def add(self, record: dict[str, Any]) -> None:
         t = record["tokens"]
+        billed = billed_of(record)
+        self.billed_input += billed["input"]
+        self.billed_output += billed["output"]
+        self.billed_cached_read += billed["cached_read"] or 0
+        self.billed_cache_write += billed["cache_write"] or 0
+        self.provider_calls += billed["source"] == "provider"
         self.calls += 1
         self.fixed += t["fixed"]
         self.messages += t["messages"]

@@ -5,8 +5,7 @@ from typing import Any
 import anthropic
 
 from autoresearch_mcp.client.llm.base import (
-    ANTHROPIC_CACHE_MIN,
-    ANTHROPIC_CACHE_MIN_DEFAULT,
+    ContextWindowError,
     LLMError,
     LLMRequest,
     LLMResponse,
@@ -16,11 +15,14 @@ from autoresearch_mcp.client.llm.base import (
     ToolSpec,
     TransientLLMError,
     Usage,
+    anthropic_cache_min,
     anthropic_wire_tools,
+    is_context_error,
     is_transient_status,
     retry_after_seconds,
     with_retries,
 )
+from autoresearch_mcp.client.prices import prices
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 PREFLIGHT_TIMEOUT_S = 10.0
@@ -33,10 +35,27 @@ NO_KEY_HELP = (
 )
 
 
-def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def _text_blocks(msg: Message, caching: bool) -> list[dict[str, Any]]:
+    """The message's text as one block, or, with caching, cut at its cache points with a breakpoint on
+    each block that ends at one (the text the model reads is the same)."""
+    if not msg.text:
+        return []
+    points = sorted(p for p in set(msg.cache_points) if 0 < p < len(msg.text)) if caching else []
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for point in points:
+        blocks.append({"type": "text", "text": msg.text[start:point], "cache_control": dict(_EPHEMERAL)})
+        start = point
+    blocks.append({"type": "text", "text": msg.text[start:]})
+    if caching and len(msg.text) in msg.cache_points:
+        blocks[-1]["cache_control"] = dict(_EPHEMERAL)
+    return blocks
+
+
+def to_api_messages(messages: list[Message], *, caching: bool = False) -> list[dict[str, Any]]:
     """Neutral messages -> Messages API turns. Consecutive turns of one role merge into one, so every
     tool_result answering an assistant turn lands in ONE user message, ahead of any text (the API
-    requires the results to come first)."""
+    requires the results to come first). With caching, a message's cache points become breakpoints."""
     turns: list[dict[str, Any]] = []
     for msg in messages:
         blocks: list[dict[str, Any]] = [
@@ -48,8 +67,7 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
             }
             for r in msg.tool_results
         ]
-        if msg.text:
-            blocks.append({"type": "text", "text": msg.text})
+        blocks += _text_blocks(msg, caching)
         blocks += [
             {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in msg.tool_calls
         ]
@@ -65,13 +83,23 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return turns
 
 
+def _cap_breakpoints(params: dict[str, Any], cap: int) -> None:
+    """The API takes at most `cap` cache_control markers: keep the fixed prefix's and the latest."""
+    marked = [b for turn in params["messages"] for b in turn["content"] if "cache_control" in b]
+    fixed = int("tools" in params and "cache_control" in params["tools"][-1])
+    fixed += int(isinstance(params.get("system"), list) and "cache_control" in params["system"][-1])
+    for block in marked[: max(0, len(marked) - (cap - fixed))]:
+        del block["cache_control"]
+
+
 def build_params(request: LLMRequest, *, model: str, max_tokens: int | None, caching: bool) -> dict[str, Any]:
-    """The keyword arguments for messages.create. With caching, breakpoints go on the system block and on
-    the last tool: the fixed prefix (tools, then system) is identical on every call of a run."""
+    """The keyword arguments for messages.create. With caching, breakpoints go on the last tool and on
+    the system block (the fixed prefix, tools then system, is identical on every call of a run) and at
+    the cache points the agent put in its messages (where the stateless prompt's history ends)."""
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens or request.max_tokens,
-        "messages": to_api_messages(request.messages),
+        "messages": to_api_messages(request.messages, caching=caching),
     }
     if request.system:
         if caching:
@@ -83,6 +111,8 @@ def build_params(request: LLMRequest, *, model: str, max_tokens: int | None, cac
         if caching:
             tools[-1]["cache_control"] = _EPHEMERAL
         params["tools"] = tools
+    if caching:
+        _cap_breakpoints(params, prices().anthropic.max_breakpoints)
     return params
 
 
@@ -133,7 +163,7 @@ class AnthropicLLM:
     ) -> None:
         self.model = model or DEFAULT_MODEL
         self.name = f"anthropic:{self.model}"
-        self.cache_min_tokens: int | None = ANTHROPIC_CACHE_MIN.get(self.model, ANTHROPIC_CACHE_MIN_DEFAULT)
+        self.cache_min_tokens: int | None = anthropic_cache_min(self.model)
         self.max_tokens = max_tokens
         self.prompt_caching = prompt_caching
         self.retry = retry or RetryPolicy()
@@ -187,6 +217,8 @@ class AnthropicLLM:
             raise TransientLLMError(f"{type(exc).__name__}: {exc}") from exc
         except anthropic.APIStatusError as exc:
             reason = f"HTTP {exc.status_code}: {_reason(exc)}"
+            if is_context_error(exc.status_code, reason):
+                raise ContextWindowError(f"{self.name}: {reason}") from exc
             if is_transient_status(exc.status_code):
                 raise TransientLLMError(reason, retry_after_seconds(exc.response.headers)) from exc
             if exc.status_code in (401, 403):

@@ -26,6 +26,9 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     input_schema: dict[str, Any]
+    # The agent's own note, never sent: the model fills this tool's arguments at the top level, and the
+    # agent puts them under this one argument of the server's tool (the task's `params`).
+    nest: str | None = Field(default=None, exclude=True)
 
 
 class ToolCall(BaseModel):
@@ -48,6 +51,10 @@ class Message(BaseModel):
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_results: list[ToolResult] = Field(default_factory=list)
+    # Where the agent asks for a prompt-cache breakpoint: offsets into `text` at which a block ends that
+    # a provider with explicit caching (Anthropic's cache_control) should cache up to. The text the
+    # model reads is the same; a provider that caches by itself (OpenAI) ignores them.
+    cache_points: list[int] = Field(default_factory=list)
 
 
 class LLMRequest(BaseModel):
@@ -58,12 +65,15 @@ class LLMRequest(BaseModel):
 
 
 class Usage(BaseModel):
-    """What the provider says it counted; None where it does not say."""
+    """What the provider says it counted; None where it does not say. Providers split input two ways:
+    Anthropic's input_tokens leaves out the cache reads and writes, OpenAI's prompt_tokens includes its
+    cached tokens (`cached_in_input`)."""
 
     input_tokens: int | None
     output_tokens: int | None
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+    cached_in_input: bool = False
 
 
 class LLMResponse(BaseModel):
@@ -76,6 +86,29 @@ class LLMResponse(BaseModel):
 
 class LLMError(Exception):
     """A provider failure that ends the run cleanly. The message says what to do about it."""
+
+
+class ContextWindowError(LLMError):
+    """The provider refused the prompt as longer than the model's window."""
+
+
+def is_context_error(status: int, message: str) -> bool:
+    """A 400 that says the prompt is too long: llama.cpp ("exceed context window"), OpenAI ("maximum
+    context length"), Anthropic ("prompt is too long")."""
+    text = message.lower()
+    return status in (400, 413) and (
+        "prompt is too long" in text or ("context" in text and ("exceed" in text or "maximum" in text))
+    )
+
+
+def billed_input(response: "LLMResponse") -> int | None:
+    """Every input token the provider counted for a response (cached ones too), None if it did not say."""
+    u = response.usage
+    if u is None or u.input_tokens is None:
+        return None
+    if u.cached_in_input:
+        return u.input_tokens
+    return u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
 
 
 class TransientLLMError(LLMError):
@@ -115,12 +148,21 @@ def openai_wire_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-# Minimum cacheable prompt lengths (tokens) in the providers' prompt-caching documentation: Anthropic
-# caches nothing shorter than 4096 tokens on Claude Haiku 4.5 (1024 on Sonnet and Opus); OpenAI caches
-# prompts from 1024 tokens.
-ANTHROPIC_CACHE_MIN = {"claude-haiku-4-5": 4096}
-ANTHROPIC_CACHE_MIN_DEFAULT = 1024
-OPENAI_CACHE_MIN = 1024
+def anthropic_cache_min(model: str) -> int:
+    """The shortest prefix Anthropic caches for `model`, from the providers' published rules (prices.toml)."""
+    from autoresearch_mcp.client.prices import prices
+
+    table = prices()
+    listed = table.models.get(model)
+    if listed is not None and listed.min_cacheable_tokens is not None:
+        return listed.min_cacheable_tokens
+    return table.anthropic.default_min_tokens
+
+
+def openai_cache_min() -> int:
+    from autoresearch_mcp.client.prices import prices
+
+    return prices().openai.min_tokens
 
 
 class RetryPolicy(BaseModel):

@@ -8,7 +8,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from autoresearch_mcp.client.llm.base import (
-    OPENAI_CACHE_MIN,
+    ContextWindowError,
     LLMError,
     LLMRequest,
     LLMResponse,
@@ -18,7 +18,9 @@ from autoresearch_mcp.client.llm.base import (
     ToolSpec,
     TransientLLMError,
     Usage,
+    is_context_error,
     is_transient_status,
+    openai_cache_min,
     openai_wire_tools,
     retry_after_seconds,
     with_retries,
@@ -112,6 +114,7 @@ def from_completion(completion: ChatCompletion) -> LLMResponse:
             input_tokens=completion.usage.prompt_tokens,
             output_tokens=completion.usage.completion_tokens,
             cache_read_input_tokens=details.cached_tokens if details is not None else None,
+            cached_in_input=True,  # prompt_tokens counts the cached tokens too
         )
     reason = choice.finish_reason or "stop"
     return LLMResponse(
@@ -127,7 +130,7 @@ class OpenAILLM:
     scripted = False
     # OpenAI caches prompts from 1024 tokens; a local server may cache any prefix, but what users
     # pay for is the hosted API's rule.
-    cache_min_tokens: int | None = OPENAI_CACHE_MIN
+    cache_min_tokens: int | None = openai_cache_min()
 
     def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
         return openai_wire_tools(tools)
@@ -234,6 +237,8 @@ class OpenAILLM:
             raise TransientLLMError(f"{type(exc).__name__} talking to {where}: {exc}") from exc
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code}: {exc.message}"
+            if is_context_error(exc.status_code, exc.message):
+                raise ContextWindowError(f"{where}: {reason}") from exc
             if is_transient_status(exc.status_code):
                 raise TransientLLMError(reason, retry_after_seconds(exc.response.headers)) from exc
             if exc.status_code in (401, 403):

@@ -24,12 +24,12 @@ import re
 from typing import Any
 
 from autoresearch_mcp.client.llm.base import (
-    ANTHROPIC_CACHE_MIN,
     LLMError,
     LLMRequest,
     LLMResponse,
     ToolCall,
     ToolSpec,
+    anthropic_cache_min,
     anthropic_wire_tools,
 )
 from autoresearch_mcp.contract.edits import apply_edits
@@ -146,6 +146,8 @@ def parse_best(text: str, names: list[str]) -> dict[str, float] | None:
             for other in lines:
                 if pattern.match(other) and (found := _params_on(other, names)):
                     return found
+                if pattern.match(other) and re.search(r"\ball defaults\b", other):
+                    return {}  # the strong baseline's compact line for the defaults
     return None
 
 
@@ -234,7 +236,7 @@ class ScriptedLLM:
     name = "scripted"
     scripted = True
     # Counted as the paper's model would be paid: Claude Haiku 4.5 over the Anthropic API.
-    cache_min_tokens: int | None = ANTHROPIC_CACHE_MIN["claude-haiku-4-5"]
+    cache_min_tokens: int | None = anthropic_cache_min("claude-haiku-4-5")
 
     def wire_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
         return anthropic_wire_tools(tools)
@@ -281,14 +283,18 @@ class ScriptedLLM:
             return self._reply("DONE: no untried configuration left near the best.")
         params, why = proposal
         if stateful:
-            arguments: dict[str, Any] = {"params": params}
             if self.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {}).get("base") == "best":
                 # The profile's protocol: send only what changes from the best (as the summary shows it).
                 best = parse_best(request_text(request), self._hpo.space.names) or {}
                 reference = {**self._hpo.space.defaults, **best}
-                arguments["params"] = {k: v for k, v in params.items() if reference.get(k) != v}
+                params = {k: v for k, v in params.items() if reference.get(k) != v}
             offered = next((t for t in request.tools if t.name == ToolName.RUN_EXPERIMENT), None)
-            if offered is not None and "note" in offered.input_schema.get("properties", {}):
+            offered_args = offered.input_schema.get("properties", {}) if offered is not None else {}
+            if offered_args and "params" not in offered_args:
+                arguments: dict[str, Any] = params  # the params at the top level: the agent nests them
+            else:
+                arguments = {"params": params}
+            if "note" in offered_args:
                 # The reason travels once in each mode: as the note here, as the reply text when stateless.
                 arguments["note"] = why
             return self._reply(

@@ -1,8 +1,8 @@
 """The scripted double with a small model's habits: a robustness double for the default tests.
 
 Real small models (Qwen2.5-Coder-1.5B in our transcripts) copy the best configuration from the summary,
-send a refused call again, put the params at the top level instead of inside `params`, and break the
-indentation of code they edit. This double does each of those on a fixed schedule (every third call
+send a refused call again, put the params at the top level of a tool that nests them in `params` (or,
+offered them at the top level, a value past its bound), and break the indentation of code they edit. This double does each of those on a fixed schedule (every third call
 misbehaves, cycling through the habits that fit the task; a refused call is sent once more right away),
 and otherwise answers as the scripted double does, so a test can show that the agent and the server
 recover: every habit is refused without cost and the run still uses its whole budget.
@@ -55,6 +55,12 @@ class SloppyLLM:
         self._last = response
         return response
 
+    def _nested(self, request: LLMRequest) -> bool:
+        """Whether the request's run_experiment takes the params inside `params`."""
+        tool = next((t for t in request.tools if t.name == "run_experiment"), None)
+        properties = tool.input_schema.get("properties", {}) if tool is not None else {}
+        return not properties or "params" in properties
+
     def _refused(self, request: LLMRequest) -> bool:
         """Whether the previous reply's calls came back as errors (stateless: no tool results to see)."""
         if self._last is None or not self._last.tool_calls:
@@ -78,14 +84,18 @@ class SloppyLLM:
                 call = ToolCall(
                     id=f"{response.tool_calls[0].id}_copy",
                     name=ToolName.RUN_EXPERIMENT,
-                    arguments={"params": params},
+                    arguments={"params": params} if self._nested(request) else params,
                 )
                 return response.model_copy(update={"tool_calls": [call]})
             return response.model_copy(update={"text": json.dumps(params)})
         if habit == "flat_params" and response.tool_calls:
             call = response.tool_calls[0]
-            flat = {**call.arguments.get("params", {})}
-            return response.model_copy(update={"tool_calls": [call.model_copy(update={"arguments": flat})]})
+            if self._nested(request):
+                wrong = {**call.arguments.get("params", {})}
+            else:  # offered flat: a value past its bound instead (gamma 21 against a bound of 20)
+                name = self.space.names[0]
+                wrong = {**call.arguments, name: self.space.bounds[name][1] + 1}
+            return response.model_copy(update={"tool_calls": [call.model_copy(update={"arguments": wrong})]})
         if habit == "break_indent":
             if response.tool_calls and "edits" in response.tool_calls[0].arguments:
                 modify = response.tool_calls[0]

@@ -25,9 +25,9 @@ from mcp.types import CallToolResult, ListToolsResult, TextContent
 
 from autoresearch_mcp.contract.code_focus import FAILURE_CHARS, Failure, changed_functions, focus_text
 from autoresearch_mcp.contract.errors import error_headline
-from autoresearch_mcp.contract.focus import focused_tool, result_line, turn_text, version_line
+from autoresearch_mcp.contract.focus import focused_tool, nested, result_line, turn_text, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
-from autoresearch_mcp.contract.tools import EXPERIMENT_TOOLS, ToolName
+from autoresearch_mcp.contract.tools import EXPERIMENT_TOOLS, TOOLS, ToolName
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
 
@@ -36,6 +36,14 @@ def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
     profile = task.agent_profile()
     params_schema = task.params_model.model_json_schema()
     offered = set(profile.tools)
+    # The tools offered flat (params alone, at the top level): their calls are nested back here.
+    flat = {
+        name
+        for name in offered
+        if name in TOOLS
+        and "params" in (schema := TOOLS[ToolName(name)].arguments.model_json_schema()).get("properties", {})
+        and "params" not in focused_tool(name, schema, None, profile, params_schema)[1].get("properties", {})
+    }
 
     def turn(run_id: str, line: str, last: ExperimentResult | None = None) -> str:
         summary = research.runs.get_run_summary(run_id)
@@ -86,7 +94,8 @@ def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
         name = params.get("name")
         if ctx.method == "tools/call" and name in offered:
             fixed = profile.fixed_arguments.get(str(name), {})
-            arguments = {**(params.get("arguments") or {}), **fixed}
+            arguments = params.get("arguments") or {}
+            arguments = {**(nested(arguments) if name in flat else arguments), **fixed}
             result = await call_next(dataclasses.replace(ctx, params={**params, "arguments": arguments}))
             if result is None:
                 return result
@@ -104,4 +113,6 @@ def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
             return listed.model_copy(update={"tools": tools})
         return result
 
-    mcp.middleware.append(middleware)
+    # Right after the notifier's, ahead of the guard that refuses flat params: a flat call of a tool
+    # offered flat is nested here first.
+    mcp.middleware.insert(1, middleware)

@@ -101,7 +101,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
     }
     assert all("run_id" not in tool["input_schema"]["properties"] for tool in first["tools"])
     assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert first["messages"][0]["content"][0]["text"].startswith("toy-quadratic: running, 0/")
+    assert first["messages"][0]["content"][0]["text"].startswith("0/5 used, higher score is better")
     # The refusal came back to the model as an error tool_result; the window keeps call and result together.
     refused = bodies[2]["messages"]
     assert refused[1]["role"] == "assistant" and refused[1]["content"][0]["type"] == "tool_use"
@@ -109,7 +109,8 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
     assert result_block["type"] == "tool_result" and result_block["is_error"] is True
     assert "unknown parameter 'oops'" in json.dumps(result_block)
     # After an experiment is recorded, the window is empty again: only the fresh summary is sent.
-    assert len(bodies[3]["messages"]) == 1 and "#2 0.0000" in bodies[3]["messages"][0]["content"][0]["text"]
+    fresh = bodies[3]["messages"][0]["content"][0]["text"]
+    assert len(bodies[3]["messages"]) == 1 and "Best score=0.0000 (#2)" in fresh and "\n#2 (best)\n" in fresh
     records = load_transcript(result.transcript)
     assert len(records) == 4 and records[0]["provider_usage"]["cache_read_input_tokens"] == 280
     assert (

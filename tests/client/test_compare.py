@@ -25,6 +25,8 @@ ROW_FIELDS = {
     "best_metric",
     "wall_s",
     "llm_calls",
+    "billed_tokens",
+    "latency_s",
 }
 
 
@@ -34,7 +36,7 @@ def server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
     monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
 
 
-def test_compare_runs_both_modes_at_once_and_writes_results_a_table_and_a_figure(
+def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_figure(
     tmp_path: Path, server_env: None
 ):
     out = tmp_path / "out"
@@ -53,30 +55,53 @@ def test_compare_runs_both_modes_at_once_and_writes_results_a_table_and_a_figure
         "tool_results_as_text": False,
     }
     assert results["max_failures"] == 5
-    assert [(r["mode"], r["seed"]) for r in results["runs"]] == [("stateless", 42), ("stateful", 42)]
+    assert [(r["mode"], r["seed"]) for r in results["runs"]] == [
+        ("stateless", 42),
+        ("stateless-strong", 42),
+        ("stateful", 42),
+    ]
     for run in results["runs"]:
         assert [row["iteration"] for row in run["per_iteration"]] == [1, 2]
         assert all(set(row) == ROW_FIELDS for row in run["per_iteration"])
         assert run["totals"]["context_tokens"] == sum(r["context_tokens"] for r in run["per_iteration"])
         assert run["totals"]["experiments"] == 2 and run["totals"]["llm_calls"] == 2
+        # The scripted double reports no usage: billed is the meter's count, and says so.
+        assert run["totals"]["billed"]["source"] == "tiktoken"
+        assert run["totals"]["billed_tokens"] == run["totals"]["full_tokens"]
+        assert set(run["totals"]["cost"]) == {
+            "claude-haiku-4-5",
+            "claude-sonnet-4-5",
+            "gpt-4.1",
+            "gpt-5-mini",
+        }
     summary = results["summary"]
     ratio = summary["stateless"]["context_tokens"] / summary["stateful"]["context_tokens"]
     assert summary["ratio"]["context_tokens"] == round(ratio, 2)
+    strong = summary["stateless-strong"]["billed_tokens"] / summary["stateful"]["billed_tokens"]
+    assert summary["ratio_strong"]["billed_tokens"] == round(strong, 2)
+    assert summary["headline"] == {
+        "baseline": "stateless-strong",
+        "measure": "billed_tokens",
+        "billed_source": "tiktoken",
+    }
+    assert set(summary["cost_ratio"]) == {"stateless", "stateless-strong"}
     assert summary["stateless"]["llm_calls_per_experiment"] == 1.0
 
     # --parallel shares the cores: each mode's trainings get half (XGBoost teams that outnumber the
     # cores spin-wait for each other); the runs recorded it.
-    threads = max(1, (os.cpu_count() or 1) // 2)
+    threads = max(1, (os.cpu_count() or 1) // 3)
     assert results["parallel"] is True and results["hpo_threads"] == threads
     conn = sqlite3.connect(out / "runs.db")
     try:
         configs = [json.loads(row[0]) for row in conn.execute("SELECT config_json FROM runs")]
     finally:
         conn.close()
-    assert [c["options"]["limits"]["threads"] for c in configs] == [threads, threads]
+    assert [c["options"]["limits"]["threads"] for c in configs] == [threads] * 3
 
     table = (out / "table.md").read_text()
     assert "| context tokens (paper's measure) |" in table and "scripted (deterministic test double" in table
+    assert "| billed tokens (cl100k_base: no provider reported usage) |" in table
+    assert "| USD on Claude Haiku 4.5 (the paper's model), cached by its rules |" in table
     assert f"{threads} training thread(s) each" in table
     assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (out / "transcripts").iterdir()) == [
@@ -84,6 +109,8 @@ def test_compare_runs_both_modes_at_once_and_writes_results_a_table_and_a_figure
         "stateful-42.jsonl.gz",
         "stateless-42.jsonl",
         "stateless-42.jsonl.gz",
+        "stateless-strong-42.jsonl",
+        "stateless-strong-42.jsonl.gz",
     ]
     with gzip.open(out / "transcripts" / "stateful-42.jsonl.gz", "rt") as packed:
         assert packed.read() == (out / "transcripts" / "stateful-42.jsonl").read_text()
@@ -179,7 +206,12 @@ def test_when_one_mode_recorded_nothing_the_table_makes_no_per_iteration_claim(t
 
 def test_calls_that_recorded_no_experiment_still_count_in_the_totals(tmp_path: Path):
     tokens = {"fixed": 10, "system": 5, "messages": 20, "output": 3, "context": 23, "symmetric": 28}
-    line = {"iteration": 1, "tokens": {**tokens, "full": 33, "cache_weighted": 33.0, "cacheable": False}}
+    line = {
+        "ts": "2026-11-30T12:00:01+00:00",
+        "iteration": 1,
+        "request": {"system": "You tune.", "messages": [{"role": "user", "text": "Next?"}]},
+        "tokens": {**tokens, "full": 33, "cache_weighted": 33.0, "cacheable": False},
+    }
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("\n".join(json.dumps(line) for _ in range(3)) + "\n")
     run = Run(

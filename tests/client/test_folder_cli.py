@@ -35,7 +35,11 @@ def test_compare_takes_a_folder_path_too(tmp_path: Path):
     args = ["compare", "--task", str(folder), "--llm", "scripted", "--iterations", "2", "--seeds", "1"]
     assert main([*args, "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
-    assert results["task"] == "bowl" and {r["mode"] for r in results["runs"]} == {"stateless", "stateful"}
+    assert results["task"] == "bowl" and {r["mode"] for r in results["runs"]} == {
+        "stateless",
+        "stateless-strong",
+        "stateful",
+    }
     assert all(r["totals"]["experiments"] == 2 for r in results["runs"])
 
 

@@ -99,6 +99,7 @@ async def test_a_tool_use_turn_then_end_turn_round_trips_with_cache_breakpoints_
         "output_tokens": 30,
         "cache_creation_input_tokens": 90,
         "cache_read_input_tokens": None,
+        "cached_in_input": False,  # Anthropic's input_tokens leaves the cache reads and writes out
     }
     assert r2.stop_reason == "end_turn" and r2.tool_calls == [] and r2.text == "Done."
     assert r2.usage is not None and r2.usage.cache_read_input_tokens == 90

@@ -71,6 +71,7 @@ async def test_tool_calls_are_parsed_and_history_goes_out_as_chat_messages(
         "output_tokens": 25,
         "cache_creation_input_tokens": None,
         "cache_read_input_tokens": 128,
+        "cached_in_input": True,  # prompt_tokens counts the cached tokens too
     }
     assert llm.name == "openai:qwen2.5-coder" and not llm.scripted
 

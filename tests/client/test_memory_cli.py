@@ -122,7 +122,8 @@ def test_compare_from_run_latest_starts_every_run_from_the_same_earlier_run(tmp_
     assert main([*base, "--modes", "stateful", "--out", str(out)]) == 0
     earlier = json.loads((out / "results.json").read_text())["runs"][0]["run_id"]
 
-    assert main([*base, "--seeds", "1,2", "--from-run", "latest", "--out", str(out)]) == 0
+    modes = ["--modes", "stateless,stateful"]
+    assert main([*base, "--seeds", "1,2", "--from-run", "latest", *modes, "--out", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["from_run"] == earlier
     assert [r["from_run"] for r in results["runs"]] == [earlier] * 4  # two modes, two seeds

@@ -125,7 +125,7 @@ def test_a_two_call_run_is_written_to_jsonl_with_the_cache_weighted_prefix_after
     r1 = records[0]
     assert set(r1) == {
         "ts", "run_id", "mode", "iteration", "call", "llm", "scripted", "request", "response",
-        "latency_s", "tokens", "provider_usage", "token_budget",
+        "latency_s", "tokens", "provider_usage", "billed", "token_budget",
     }  # fmt: skip
     assert r1["token_budget"] is None  # no --token-budget: the line says so
     assert (r1["run_id"], r1["mode"], r1["llm"], r1["scripted"]) == ("run1", "stateful", "scripted", True)
@@ -136,6 +136,17 @@ def test_a_two_call_run_is_written_to_jsonl_with_the_cache_weighted_prefix_after
     }  # fmt: skip
     assert r1["tokens"]["symmetric"] == count(system) + first.messages + first.output
     assert records[1]["provider_usage"]["input_tokens"] == 10
+    # As billed: the provider's count where it reported one, the meter's (and says so) where not.
+    assert r1["billed"] == {
+        "source": "tiktoken",
+        "input": first.full - first.output,
+        "cached_read": None,
+        "cache_write": None,
+        "output": first.output,
+    }
+    assert records[1]["billed"] == {
+        "source": "provider", "input": 10, "cached_read": None, "cache_write": None, "output": 3,
+    }  # fmt: skip
 
     total = totals(records)
     assert total.calls == 2 and total.full == first.full + second.full

@@ -154,7 +154,7 @@ def test_compare_holds_each_run_to_the_token_budget_and_writes_what_each_spent(t
 
     results = json.loads((out / "results.json").read_text())
     assert results["token_budget"] == BUDGET
-    assert [r["mode"] for r in results["runs"]] == ["stateless", "stateful"]
+    assert [r["mode"] for r in results["runs"]] == ["stateless", "stateless-strong", "stateful"]
     for run in results["runs"]:
         spent = run["totals"]["full_tokens"]
         assert run["stop_reason"] == "token-budget" and run["totals"]["experiments"] < 6

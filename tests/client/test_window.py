@@ -199,7 +199,7 @@ def test_the_stateless_baseline_words_a_task_folder_by_its_own_metric_direction_
         )
         for i, (x, loss) in enumerate([(0.0, 0.5), (0.3, 0.1), (0.9, 0.7)], start=1)
     ]
-    prompt = stateless_hpo(task, experiments)
+    prompt = stateless_hpo(task, experiments).text
     assert "Goal: minimize loss." in prompt and "maximize" not in prompt
     assert 'e.g. {"x": 0.0, "y": 0.0}' in prompt and "n_estimators" not in prompt
     assert "Iter 2: loss=0.1000, steps=3.0000, params=" in prompt

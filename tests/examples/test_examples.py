@@ -223,11 +223,11 @@ def test_the_openai_agents_example_offers_the_tasks_tools_as_our_agent_does_and_
     system = bodies[0]["messages"][0]["content"]
     assert (
         system.startswith("You run experiments autonomously.")
-        and "toy-quadratic: running, 0/3 used" in system
+        and "\n\n0/3 used, higher score is better\n" in system
     )
     result = bodies[1]["messages"][-1]
     assert result["role"] == "tool" and "#1 ok -0.5300 NEW BEST" in json.dumps(result["content"])
-    assert "toy-quadratic: running, 1/3 used" in json.dumps(result["content"])  # the summary, each turn
+    assert "\\n1/3 used, higher score is better" in json.dumps(result["content"])  # the summary, each turn
     assert "exhausted, 3/3 used" in capfd.readouterr().out
 
 

@@ -55,10 +55,13 @@ async def test_a_focused_call_gets_the_profiles_fixed_arguments_and_reads_like_o
             first = await client.call_tool("run_experiment", {"params": {"x": 0.5}})
             second = await client.call_tool("run_experiment", {"params": {"y": -0.2}})  # base="best"
     system = research.tasks("bowl").agent_profile().system_prompt
-    assert prompt[0].content.text.startswith(system) and "bowl: running, 0/3 used" in prompt[0].content.text
+    assert (
+        prompt[0].content.text.startswith(system)
+        and "\n\n0/3 used, lower loss is better\n" in prompt[0].content.text
+    )
     assert second.structured_content["experiment"]["params"] == {"x": 0.5, "y": -0.2, "shape": "bowl"}
     text = first.content[0].text
-    assert text.startswith("#1 ok 0.1600 NEW BEST; best 0.1600 (#1); budget left 2\nbowl: running, 1/3")
+    assert text.startswith("#1 ok 0.1600 NEW BEST; best 0.1600 (#1); budget left 2\n1/3 used")
     assert text.endswith("\nNext?")  # the profile's request, as our agent ends each turn
     assert first.structured_content["experiment"]["iteration"] == 1  # the record is unchanged
 
@@ -81,3 +84,17 @@ def test_the_focus_shapes_a_tool_once():
         "required": [],
     }
     assert focused_tool(ToolName.ADD_NOTE, shaped, description, profile, {}) == (description, shaped)
+
+
+@pytest.mark.asyncio
+async def test_a_focused_hpo_server_offers_the_params_flat_and_nests_a_flat_call_for_the_run(
+    settings: ServerSettings,
+):
+    with Research(settings) as research:
+        async with Client(build_server(research, tools_for="hpo-covertype")) as client:
+            (tool,) = (await client.list_tools()).tools
+            await client.call_tool("start_run", {"task": "hpo-covertype", "budget": 1})
+            done = await client.call_tool("run_experiment", {"max_depth": 4})  # as offered: flat
+    assert "params" not in tool.input_schema["properties"] and "max_depth" in tool.input_schema["properties"]
+    assert done.structured_content is not None
+    assert done.structured_content["experiment"]["params"]["max_depth"] == 4

@@ -1,8 +1,8 @@
 """How an agent works on hpo-covertype: the stateful agent's system prompt and tools, one step's words.
 
 Written for small models first: one tool, one call per reply, params sent as changes to the best (the
-summary shows the best in full), the search space in the prompt rather than in a schema the model may
-not read.
+summary shows the best as its changes from the defaults), the search space with its defaults in the
+prompt rather than in a schema the model may not read.
 """
 
 from pydantic import BaseModel
@@ -23,14 +23,12 @@ def search_space(params: type[BaseModel]) -> str:
 
 def profile(params: type[BaseModel]) -> AgentProfile:
     return AgentProfile(
+        # Every word is re-sent on every call: the summary says what is best and what to change,
+        # this says only how to reply and the ranges (with the defaults the Best line is told from).
         system_prompt=(
-            "You tune XGBoost hyperparameters, one experiment per reply. Each turn shows the run's "
-            "summary: the best configuration in full, how recent experiments differed from it, and a "
-            "change to make. Reply with one run_experiment call whose params hold only what you change "
-            "from the best (the rest keep the best's values): at least the change the summary names, "
-            "and others if you like. Never resend a configuration already tried. First experiment: "
-            f"the defaults, params {{}}. Ranges (default): {search_space(params)}. When no idea is "
-            "left, reply DONE: <reason>."
+            "Tune XGBoost: call run_experiment with only the params you change from the best; never "
+            f"repeat a configuration. Ranges (default): {search_space(params)}. No idea left: reply "
+            "DONE: <reason>."
         ),
         tools=["run_experiment"],
         how=(
@@ -40,10 +38,7 @@ def profile(params: type[BaseModel]) -> AgentProfile:
         ),
         fixed_arguments={"run_experiment": {"base": "best"}},
         dropped_arguments={"run_experiment": ["note"]},
-        tool_descriptions={
-            "run_experiment": "Train and score with the best configuration, changed by `params` "
-            "(one unit of budget)."
-        },
+        tool_descriptions={"run_experiment": "Train the best configuration with these changes."},
         turn="Next?",
         # The paper's runner's words, line for line.
         stateless=StatelessWords(
