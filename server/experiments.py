@@ -37,6 +37,7 @@ from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.reeval import reevaluate
 from autoresearch_mcp.server.store import BestChanged, Incumbent, Keep, RunRef, Store
+from autoresearch_mcp.server.store.db import sha256
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, execute_safely
 from autoresearch_mcp.server.tasks.registry import Tasks
 from autoresearch_mcp.server.text import check_text
@@ -172,6 +173,7 @@ class ExperimentService:
             best_source=None
             if best is None
             else self.store.artifacts.get(record.id, best.artifact_version).source,
+            profiled=self.store.profiles.get(record.id, artifact.sha256) is not None,
         )
         return Trial(run=record, task=task, experiment=exp, params=validated, source=artifact.source, ctx=ctx)
 
@@ -204,7 +206,14 @@ class ExperimentService:
         if seeds and measured.outcome.status == "ok" and self._would_keep(trial, measured.outcome):
             return reevaluate(self, trial, measured, seeds, measure or self.measure)
         done = self.record(trial, measured, lambda best: trial.task.keeps(measured.outcome, best))
-        return self.conclude(trial.run, done, measured.outcome.profile)
+        return self.conclude(trial.run, done, self._profile(trial, measured.outcome))
+
+    def _profile(self, trial: Trial, outcome: Outcome) -> Profile | None:
+        """The profile to return with an experiment: the one just measured, or, for a version that ran
+        well and was profiled before in this run (so not measured again), the one on record."""
+        if outcome.profile is not None or outcome.status != "ok" or not trial.ctx.profiled:
+            return outcome.profile
+        return self.store.profiles.get(trial.run.id, sha256(trial.source))
 
     def _would_keep(self, trial: Trial, outcome: Outcome) -> bool:
         try:

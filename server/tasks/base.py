@@ -88,6 +88,9 @@ class ExecContext(BaseModel):
     best_source: str | None = Field(
         default=None, description="the best's train.py, for a task that measures candidates beside it"
     )
+    profiled: bool = Field(
+        default=False, description="this train.py's profile is already known in the run: no need to measure it"
+    )
 
 
 class Outcome(BaseModel):

@@ -2,6 +2,9 @@
 by name, run in the sandbox as it is, scored by the metric line it prints; the folder is never written."""
 
 import json
+import os
+import subprocess
+import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ from autoresearch_mcp.contract.errors import REFUSAL_META, ResearchError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.tasks.folder.child import TRACED_EVENTS, booted
 from autoresearch_mcp.server.tasks.folder.spec import load_folder
 from autoresearch_mcp.server.tasks.folder.task import parse_metrics
 from folder_fixture import folder_files, make_folder
@@ -283,6 +287,36 @@ def quick_scale(value):
 params = json.loads(os.environ["AUTORESEARCH_PARAMS"])
 print(f"loss: {quick_scale(slow_sum(300_000)) + params['x'] ** 2:.6f}")
 """
+
+
+@pytest.mark.asyncio
+async def test_a_text_already_profiled_in_the_run_is_not_profiled_again_and_its_profile_still_comes_back(
+    settings, tmp_path
+):
+    """Only new text is worth a second run under the profiler: other params on the same files return
+    the profile on record, to the last digit (a measured one never repeats its timings exactly)."""
+    folder = make_folder(tmp_path, script=PROFILED_SCRIPT, extra='work = "code"')
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 3}))["run_id"]
+        first = await call(client, "run_experiment", {"run_id": run_id, "params": {"x": 0.1}})
+        second = await call(client, "run_experiment", {"run_id": run_id, "params": {"x": 0.2}})
+    assert first["experiment"]["status"] == second["experiment"]["status"] == "ok"
+    assert first["profile"] is not None and second["profile"] == first["profile"]
+
+
+def test_a_profiled_run_of_a_script_traces_a_bounded_number_of_lines_and_samples_the_rest(tmp_path):
+    """A script that loops in Python for millions of lines is traced for its first TRACED_EVENTS line
+    events only (then it runs at full speed), while the sampler still sees the whole run."""
+    script = tmp_path / "loop.py"
+    script.write_text("def spin(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n\nspin(2_000_000)\n")
+    out = tmp_path / "profile.json"
+    command = booted([sys.executable, str(script)], sys.executable, deny=False, profile=True)
+    spec = {"files": [str(script)], "out": str(out), "max_events": TRACED_EVENTS}
+    env = {**os.environ, "AUTORESEARCH_PROFILE": json.dumps(spec)}
+    subprocess.run(command, env=env, cwd=tmp_path, check=True, timeout=60)
+    found = json.loads(out.read_text())
+    assert TRACED_EVENTS <= sum(hits for _, _, _, hits in found["traced"]) <= TRACED_EVENTS + 10
+    assert sum(seconds for _, _, seconds, _ in found["sampled"]) > 0
 
 
 @pytest.mark.asyncio

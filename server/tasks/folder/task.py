@@ -186,7 +186,8 @@ class FolderTask(Task):
             "seed": ctx.seed,
             "timeout_s": task.timeout_s,
             "processes": task.processes,
-            "profile": loaded.spec.work == "code",  # a run under the profiler, after a run that ended well
+            # A second run under the profiler, after a run that ended well: once per text of the files.
+            "profile": loaded.spec.work == "code" and not ctx.profiled,
         }
 
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
