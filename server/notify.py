@@ -64,7 +64,6 @@ JOB_LEVELS: Final[dict[str, LoggingLevel]] = {"done": "info", "failed": "warning
 # connection held +150 MB of URIs in 0.8 s, until it closed.
 MAX_SUBSCRIPTIONS: Final = 100
 MAX_URI_CHARS: Final = 512
-URI_SCHEME: Final = "autoresearch://"
 # A directory part of an absolute path (/home/x/, C:\x\): dropped from texts, the file name stays.
 _DIRS = re.compile(r"(?<![\w:/.~-])(?:[A-Za-z]:)?(?:[/\\][^\s/\\'\"`]+)+[/\\]")
 
@@ -273,10 +272,10 @@ class Notifier(ResearchEvents):
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
     ) -> EmptyResult:
         uri = str(params.uri)
-        if len(uri) > MAX_URI_CHARS or not uri.startswith(URI_SCHEME):
-            raise MCPError(
-                INVALID_PARAMS, f"subscribe to an {URI_SCHEME} URI of at most {MAX_URI_CHARS} characters"
-            )
+        # Any scheme (a host may subscribe before it knows what we serve; one we never change is never
+        # announced): what is bounded is the memory a connection can make us hold.
+        if len(uri) > MAX_URI_CHARS:
+            raise MCPError(INVALID_PARAMS, f"subscribe to a URI of at most {MAX_URI_CHARS} characters")
         listener = self._listener(ctx)
         with self._lock:
             if uri not in listener.uris and len(listener.uris) >= MAX_SUBSCRIPTIONS:

@@ -60,17 +60,27 @@ async def test_slow_function_keeps_a_faster_version_and_a_wrong_one_fails_its_ch
     async with serving(settings) as client:
         run_id = (await call(client, "start_run", {"task": "slow-function", "budget": 3}))["run_id"]
         slow = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
-        faster = "    for i in range(len(points)):\n        for j in range(i + 1, len(points)):\n"
-        loops = (
-            "    for i in range(len(points)):\n        for j in range(len(points)):\n            if i < j:\n"
-        )
+        # Half the pairs, no square root, locals bound once: about 2x, well clear of timing noise on 2
+        # busy cores (halving the pairs alone gains little: the skipped `i < j` test was cheap).
         source = (
-            (TASKS / "slow-function" / "slow.py")
-            .read_text()
-            .replace(loops, faster + "            if True:\n")
+            "def pairwise_close(points, radius):\n"
+            "    r2 = radius * radius\n"
+            "    pairs = []\n"
+            "    n = len(points)\n"
+            "    for i in range(n):\n"
+            "        xi, yi = points[i]\n"
+            "        for j in range(i + 1, n):\n"
+            "            xj, yj = points[j]\n"
+            "            dx = xi - xj\n"
+            "            dy = yi - yj\n"
+            "            if dx * dx + dy * dy < r2:\n"
+            "                pairs.append((i, j))\n"
+            "    return sorted(pairs)\n"
         )
         await call(
-            client, "modify_train_py", {"run_id": run_id, "description": "half the pairs", "source": source}
+            client,
+            "modify_train_py",
+            {"run_id": run_id, "description": "half the pairs, no root", "source": source},
         )
         quick = await call(client, "run_benchmark", {"run_id": run_id})
         wrong = source.replace("return sorted(pairs)", "return pairs[:1]")

@@ -27,9 +27,17 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalCluster]:
     # Spawned Dask workers must import the test-only task; the job payload names its module.
     monkeypatch.setenv("PYTHONPATH", os.path.dirname(os.path.dirname(__file__)))
     # A task whose worker dies fails at once (the default retries it on other workers 3 times).
+    # The scheduler opens its HTTP server even without a dashboard, on 8787 unless told otherwise: a
+    # second cluster on another xdist worker would find it taken (a warning, so an error here).
     with (
         dask.config.set({"distributed.scheduler.allowed-failures": 0}),
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local,
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+        ) as local,
     ):
         yield local
 

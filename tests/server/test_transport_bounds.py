@@ -109,6 +109,8 @@ async def test_subscriptions_of_one_connection_are_bounded_in_number_and_length(
 ):
     with http_server(tmp_path / "runs.db", covtype_csv, tmp_path / "data", "--token", TOKEN) as port:
         async with legacy_client(port) as client:
+            await subscribe(client, "test://static-text")  # any scheme: the conformance suite uses its own
+            await unsubscribe(client, "test://static-text")
             for i in range(MAX_SUBSCRIPTIONS):
                 await subscribe(client, f"autoresearch://runs/r-{i:010d}/summary")
             await subscribe(client, "autoresearch://runs/r-0000000000/summary")  # again: no more room taken
