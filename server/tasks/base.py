@@ -89,7 +89,8 @@ class ExecContext(BaseModel):
         default=None, description="the best's train.py, for a task that measures candidates beside it"
     )
     profiled: bool = Field(
-        default=False, description="this train.py's profile is already known in the run: no need to measure it"
+        default=False,
+        description="this train.py's profile is already known in the run: no need to measure it",
     )
 
 

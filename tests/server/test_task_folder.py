@@ -308,7 +308,9 @@ def test_a_profiled_run_of_a_script_traces_a_bounded_number_of_lines_and_samples
     """A script that loops in Python for millions of lines is traced for its first TRACED_EVENTS line
     events only (then it runs at full speed), while the sampler still sees the whole run."""
     script = tmp_path / "loop.py"
-    script.write_text("def spin(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n\nspin(2_000_000)\n")
+    script.write_text(
+        "def spin(n):\n    t = 0\n    for i in range(n):\n        t += i\n    return t\n\nspin(2_000_000)\n"
+    )
     out = tmp_path / "profile.json"
     command = booted([sys.executable, str(script)], sys.executable, deny=False, profile=True)
     spec = {"files": [str(script)], "out": str(out), "max_events": TRACED_EVENTS}
