@@ -2,7 +2,8 @@
 says what every option does and what it defaults to, and the stored runs can be looked at and exported.
 
 The commands run as real subprocesses (the installed entry point's module), so what is asserted is
-everything the user would see, the spawned server's stderr included."""
+everything the user would see, the spawned server's stderr included; a mistake caught before anything
+starts runs main() in this process, which is all that such a subprocess would run."""
 
 import argparse
 import csv
@@ -29,6 +30,17 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> 
         timeout=timeout,
         env={**os.environ, **(env or {})},
     )
+
+
+def cli_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
+    """The same command in this process, for what is decided before any server or model starts (a
+    second of start-up saved per call): main's exit status and what it printed."""
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's errors and --help
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["autoresearch-mcp", *args], code, out, err)
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -59,8 +71,10 @@ def test_an_unknown_task_is_one_line_naming_the_known_ones(tmp_path: Path):
 
 
 @pytest.mark.parametrize("budget", ["0", "-3", "many", "10001"])
-def test_a_bad_budget_is_one_line_before_anything_starts(tmp_path: Path, budget: str):
-    line = one_line_error(cli("run", "--llm", "scripted", "--budget", budget, "--db", str(tmp_path / "r.db")))
+def test_a_bad_budget_is_one_line_before_anything_starts(tmp_path: Path, budget: str, capsys):
+    line = one_line_error(
+        cli_here(capsys, "run", "--llm", "scripted", "--budget", budget, "--db", str(tmp_path / "r.db"))
+    )
     assert "budget" in line and "1 to 10000" in line
     assert not (tmp_path / "r.db").exists()
 
@@ -68,10 +82,12 @@ def test_a_bad_budget_is_one_line_before_anything_starts(tmp_path: Path, budget:
 @pytest.mark.parametrize(
     ("command", "value"), [("run", "0"), ("run", "-5"), ("run", "1.5"), ("compare", "lots")]
 )
-def test_a_bad_token_budget_is_one_line_before_anything_starts(tmp_path: Path, command: str, value: str):
+def test_a_bad_token_budget_is_one_line_before_anything_starts(
+    tmp_path: Path, command: str, value: str, capsys
+):
     db, out = str(tmp_path / "r.db"), str(tmp_path / "out")
     where = ["--db", db] if command == "run" else ["--out", out]
-    line = one_line_error(cli(command, "--llm", "scripted", "--token-budget", value, *where))
+    line = one_line_error(cli_here(capsys, command, "--llm", "scripted", "--token-budget", value, *where))
     assert f"--token-budget: the token budget is a whole number of tokens, 1 or more, not '{value}'" in line
     assert not (tmp_path / "r.db").exists() and not (tmp_path / "out").exists()
 
@@ -85,45 +101,26 @@ def test_a_refused_start_run_is_one_line(tmp_path: Path, toy_env: None):
 
 
 @pytest.mark.parametrize("target", ["nan", "inf", "high"])
-def test_a_target_that_is_not_a_finite_number_is_one_line(target: str):
-    line = one_line_error(cli("run", "--llm", "scripted", "--target", target))
+def test_a_target_that_is_not_a_finite_number_is_one_line(target: str, capsys):
+    line = one_line_error(cli_here(capsys, "run", "--llm", "scripted", "--target", target))
     assert "--target" in line and "finite number" in line
 
 
-def test_the_default_anthropic_backend_without_a_key_is_one_line_with_the_alternatives(tmp_path: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    result = subprocess.run(
-        [sys.executable, "-m", "autoresearch_mcp.cli", "run", "--db", str(tmp_path / "r.db")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    line = one_line_error(result)
+def test_the_default_anthropic_backend_without_a_key_is_one_line_with_the_alternatives(
+    tmp_path: Path, capsys, monkeypatch
+):
+    for name in [k for k in os.environ if k.startswith("ANTHROPIC_")]:
+        monkeypatch.delenv(name)
+    line = one_line_error(cli_here(capsys, "run", "--db", str(tmp_path / "r.db")))
     assert "paid Anthropic API" in line and "ANTHROPIC_API_KEY" in line and "--llm scripted" in line
     assert "--api-key" not in line  # no such flag
     assert not (tmp_path / "r.db").exists()
 
 
-def test_the_openai_backend_without_endpoint_or_key_is_one_line(tmp_path: Path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autoresearch_mcp.cli",
-            "run",
-            "--llm",
-            "openai",
-            "--db",
-            str(tmp_path / "r.db"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    line = one_line_error(result)
+def test_the_openai_backend_without_endpoint_or_key_is_one_line(tmp_path: Path, capsys, monkeypatch):
+    for name in [k for k in os.environ if k.startswith("OPENAI_")]:
+        monkeypatch.delenv(name)
+    line = one_line_error(cli_here(capsys, "run", "--llm", "openai", "--db", str(tmp_path / "r.db")))
     assert "--base-url" in line and "OPENAI_API_KEY" in line
     assert not (tmp_path / "r.db").exists()
 
@@ -135,14 +132,14 @@ def test_an_openai_endpoint_that_is_not_there_is_one_line_and_no_run(tmp_path: P
     assert not (tmp_path / "r.db").exists()
 
 
-def test_an_unknown_flag_is_one_line():
-    line = one_line_error(cli("run", "--no-such-flag", "3"))
+def test_an_unknown_flag_is_one_line(capsys):
+    line = one_line_error(cli_here(capsys, "run", "--no-such-flag", "3"))
     assert "unrecognized arguments" in line and "--help" in line
 
 
-def test_show_and_export_without_a_database_are_one_line(tmp_path: Path):
+def test_show_and_export_without_a_database_are_one_line(tmp_path: Path, capsys):
     for command in ("show", "export"):
-        line = one_line_error(cli(command, "--db", str(tmp_path / "none.db")))
+        line = one_line_error(cli_here(capsys, command, "--db", str(tmp_path / "none.db")))
         assert "no database at" in line
     assert not (tmp_path / "none.db").exists()  # looking does not create it
 
@@ -173,8 +170,8 @@ def test_every_command_has_a_description_an_example_and_help_for_every_option():
             assert action.help, f"{name} {action.option_strings or action.dest} has no help"
 
 
-def test_run_help_says_the_default_backend_is_the_paid_api_and_shows_defaults():
-    text = " ".join(cli("run", "--help").stdout.split())
+def test_run_help_says_the_default_backend_is_the_paid_api_and_shows_defaults(capsys):
+    text = " ".join(cli_here(capsys, "run", "--help").stdout.split())
     assert "paid Anthropic API" in text and "(default: 15)" in text and "--budget N, --iterations N" in text
     assert "example:" in text
 
@@ -237,15 +234,16 @@ def test_runs_show_export_and_tasks_read_what_a_run_stored(
     assert "toy-quadratic" in tasks and "hpo-covertype" in tasks
 
 
-def test_db_path_prints_the_database_the_commands_use(tmp_path: Path):
-    assert cli("db-path", env={"AUTORESEARCH_DB": str(tmp_path / "x.db")}).stdout.strip() == str(
-        tmp_path / "x.db"
+def test_db_path_prints_the_database_the_commands_use(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setenv("AUTORESEARCH_DB", str(tmp_path / "x.db"))
+    assert cli_here(capsys, "db-path").stdout.strip() == str(tmp_path / "x.db")
+    assert cli_here(capsys, "db-path", "--db", str(tmp_path / "y.db")).stdout.strip() == str(
+        tmp_path / "y.db"
     )
-    assert cli("db-path", "--db", str(tmp_path / "y.db")).stdout.strip() == str(tmp_path / "y.db")
 
 
-def test_runs_on_a_database_that_does_not_exist_says_so_without_creating_it(tmp_path: Path):
-    result = cli("runs", "--db", str(tmp_path / "none.db"))
+def test_runs_on_a_database_that_does_not_exist_says_so_without_creating_it(tmp_path: Path, capsys):
+    result = cli_here(capsys, "runs", "--db", str(tmp_path / "none.db"))
     assert result.returncode == 0 and "no runs" in result.stdout
     assert not (tmp_path / "none.db").exists()
 

@@ -260,6 +260,7 @@ def test_two_jobs_run_two_seeds_at_a_time_and_the_file_keeps_the_seeds_order(
     assert results["seeds"] == [42, 123, 456]
 
 
+@pytest.mark.slow  # trains XGBoost on every seed of three runs through a real server
 def test_the_recheck_trains_each_distinct_best_once_per_common_seed_as_runs_on_the_real_server(
     memory_chain: Any, tmp_path: Path, covtype_csv: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

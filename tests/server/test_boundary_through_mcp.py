@@ -205,6 +205,8 @@ BURNERS = with_body(
 )
 
 
+# 3 and 4 load the CPU on purpose for tens of seconds: the slow set, which CI runs as its own step.
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["codeopt-escaped", "codeopt-escaped-forking"])
 async def test_3_after_an_escape_loading_the_cpu_while_the_best_is_timed_does_not_make_a_new_best(
     small: ServerSettings, escaped_tasks: None, task: str
@@ -245,6 +247,7 @@ def busy_descendants() -> int:
     return found
 
 
+@pytest.mark.slow
 async def test_4_other_runs_load_while_a_run_starts_does_not_inflate_its_later_speedups(
     small: ServerSettings,
 ):

@@ -304,6 +304,15 @@ async def test_a_text_already_profiled_in_the_run_is_not_profiled_again_and_its_
     assert first["profile"] is not None and second["profile"] == first["profile"]
 
 
+@pytest.mark.asyncio
+async def test_profile_false_runs_a_code_task_once_per_experiment_and_returns_no_profile(settings, tmp_path):
+    folder = make_folder(tmp_path, script=PROFILED_SCRIPT, extra='work = "code"\nprofile = false')
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 2}))["run_id"]
+        first = await call(client, "run_benchmark", {"run_id": run_id})
+    assert first["experiment"]["status"] == "ok" and first["profile"] is None
+
+
 def test_a_profiled_run_of_a_script_traces_a_bounded_number_of_lines_and_samples_the_rest(tmp_path):
     """A script that loops in Python for millions of lines is traced for its first TRACED_EVENTS line
     events only (then it runs at full speed), while the sampler still sees the whole run."""

@@ -110,6 +110,11 @@ class TaskSection(BaseModel):
     processes: bool = Field(
         default=False, description="the script may start processes of its own (subprocess, multiprocessing)"
     )
+    profile: bool = Field(
+        default=True,
+        description="code work: each new version of the files runs once more under the profiler, so "
+        "the model sees its hottest function (false: for a script whose run is long)",
+    )
 
     @model_validator(mode="after")
     def _no_processes_needs_python(self) -> "TaskSection":

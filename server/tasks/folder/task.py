@@ -187,7 +187,7 @@ class FolderTask(Task):
             "timeout_s": task.timeout_s,
             "processes": task.processes,
             # A second run under the profiler, after a run that ended well: once per text of the files.
-            "profile": loaded.spec.work == "code" and not ctx.profiled,
+            "profile": loaded.spec.work == "code" and task.profile and not ctx.profiled,
         }
 
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
