@@ -23,7 +23,7 @@ COVTYPE_20K = Path(
     os.environ.get("AUTORESEARCH_COVTYPE")
     or ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
 )
-TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 5_000, 7
+TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 2_000, 7
 NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
 
 
@@ -70,3 +70,4 @@ def scripted_llm(task: str, seed: int = 42) -> "ScriptedLLM":
     return ScriptedLLM(
         task=spec.info(), plan=spec.scripted_plan(), original=spec.initial_artifact(), seed=seed
     )
+

@@ -116,6 +116,7 @@ def test_from_run_with_run_id_or_an_unknown_run_is_one_line(tmp_path: Path, toy_
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
 
+@pytest.mark.slow  # `run --from-run` is in the default suite; this is compare's three runs of it
 def test_compare_from_run_latest_starts_every_run_from_the_same_earlier_run(tmp_path: Path, toy_env: None):
     out = tmp_path / "out"
     base = ["compare", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "2", "--seeds", "1"]

@@ -42,6 +42,7 @@ def _shape(value: object) -> object:
     return type(value).__name__ if value is not None else None
 
 
+@pytest.mark.slow  # three compares; the agent over HTTP is in the default suite above
 def test_compare_against_an_http_server_writes_the_same_results_fields_as_against_a_spawned_one(
     tmp_path: Path, covtype_csv: Path, isolated_data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ):

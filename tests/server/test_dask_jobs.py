@@ -19,7 +19,8 @@ from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from folder_fixture import make_folder
 
-pytestmark = pytest.mark.asyncio
+# Each test starts a cluster of worker processes (seconds of start-up): the slow set, which CI runs.
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 
 @pytest.fixture
