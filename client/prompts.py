@@ -24,6 +24,9 @@ CODE_REPLY = (
     "or SEARCH/REPLACE edits"
 )
 TEXT_TURN = f"Next? One line on what you change, then {CODE_REPLY}."
+# When the turn shows the whole (short) file: asked for "the function", the model wrote a new one.
+WHOLE_FILE_REPLY = "the whole new train.py in one ```python block, or SEARCH/REPLACE edits"
+WHOLE_FILE_TURN = f"Next? One line on what you change, then {WHOLE_FILE_REPLY}."
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (
     "You improve train.py autonomously. Each turn shows the run's summary, where train.py spends its "
@@ -36,28 +39,28 @@ TEXT_SYSTEM_PROMPT = (
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
-def text_format(latest_version: int, used: int) -> str:
+def text_format(latest_version: int, ran_well: bool) -> str:
     """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
     "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran."""
     options = [f"one line saying what you change, then {CODE_REPLY}"]
     if latest_version > 1:
         options.append(f"REVERT v<N> with N from 1 to {latest_version}")
-    if used > 0:
+    if ran_well:  # DONE with nothing that ran well was a misfire, twice on one seed
         options.append("DONE: <reason>")
     return "Reply with " + "; or ".join(options) + "."
 
 
-def text_nudge(reply: str, latest_version: int, used: int) -> str:
+def text_nudge(reply: str, latest_version: int, ran_well: bool) -> str:
     """The answer to a text reply the agent could not use: what was wrong with it, then the format."""
     if "SEARCH" in reply.upper() and "REPLACE" in reply.upper():
         wrong = f"Your edit was not in the form the agent reads. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
     elif "```" in reply:
         wrong = "Your code block held no function (no `def`): the reply ended early."
-    elif says_done(reply) and used == 0:
-        wrong = "No version has been benchmarked yet: DONE is early."
+    elif says_done(reply) and not ran_well:
+        wrong = "No version has run well yet: DONE is early."
     else:
         wrong = "Your reply held no ```python block."
-    return f"{wrong} {text_format(latest_version, used)}"
+    return f"{wrong} {text_format(latest_version, ran_well)}"
 
 
 def repeat_hint(

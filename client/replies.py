@@ -165,6 +165,27 @@ def cut_off(code: str, current: str) -> str | None:
     return None
 
 
+def part_of_file(code: str, current: str, files: list[str] | None = None) -> str | None:
+    """Why a block taken as the whole new train.py plainly is not one (None if it may be): it lacks
+    functions train.py defines, or, in a file without functions, most of its lines. Qwen2.5-Coder-1.5B
+    answered a 53-line train.py with a 6-line block defining a helper of its own; taken as the file,
+    it crashed, and the model reverted back and forth between the two until it gave up."""
+    have = {f.name for f in all_functions(code, files)}
+    lacking = [f.name for f in all_functions(current, files) if f.name not in have]
+    if lacking:
+        return (
+            f"Your python block is not all of train.py: it lacks {', '.join(lacking)}, which train.py "
+            "defines. Send the whole new train.py, or the new version of one of its functions (the same "
+            "name), or SEARCH/REPLACE edits."
+        )
+    if not all_functions(current, files) and 3 * len(code.splitlines()) < len(current.splitlines()):
+        return (
+            f"Your python block has {len(code.splitlines())} lines, train.py {len(current.splitlines())}: "
+            "it looks like part of it. Send the whole new train.py, or SEARCH/REPLACE edits."
+        )
+    return None
+
+
 def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
 
@@ -232,8 +253,8 @@ class TextReply:
     kind: str = ""  # refused: the refusal's kind, as results.json counts them
 
 
-def read_text_reply(text: str, current: str, used: int, files: list[str] | None = None) -> TextReply:
-    """One text reply against the current train.py, after `used` experiments. Edits win over a revert;
+def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | None = None) -> TextReply:
+    """One text reply against the current train.py; DONE ends the run only once an experiment `ran_well`. Edits win over a revert;
     a python block (new versions of some functions, or a whole file; or one edit with an empty SEARCH)
     over edits."""
     edits = parse_edits(text)
@@ -245,6 +266,9 @@ def read_text_reply(text: str, current: str, used: int, files: list[str] | None 
         functions = function_versions(code, current, files)
         if functions is not None:
             return TextReply("functions", functions=functions)
+        why_not = part_of_file(code, current, files)
+        if why_not is not None:
+            return TextReply("refused", why_not=why_not, kind="part_of_file")
         return TextReply("source", source=code)
     if edits is not None:
         if any(not search.strip() for search, _ in edits):
@@ -256,6 +280,6 @@ def read_text_reply(text: str, current: str, used: int, files: list[str] | None 
     version = parse_revert(text)
     if version is not None:
         return TextReply("revert", version=version)
-    if says_done(text) and used > 0:
+    if says_done(text) and ran_well:
         return TextReply("done")
     return TextReply("refused", kind="unparsed_reply")

@@ -37,13 +37,20 @@ from autoresearch_mcp.client.prompts import (
     NUDGE,
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
+    WHOLE_FILE_TURN,
     text_format,
     text_nudge,
 )
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
 from autoresearch_mcp.client.tools import agent_tools, server_arguments
 from autoresearch_mcp.contract.arguments import RunBenchmarkArgs
-from autoresearch_mcp.contract.code_focus import FAILURE_CHARS, Failure, changed_functions, focus_text
+from autoresearch_mcp.contract.code_focus import (
+    FAILURE_CHARS,
+    Failure,
+    changed_functions,
+    focus_text,
+    shows_whole_file,
+)
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
@@ -186,7 +193,9 @@ class StatefulAgent(Agent):
             window = select_window(self.turns, self.config.window, keep_failed=task.kind == "code")
             summary = await self.rc.summary(self.run_id)
             focus = await self._focus(window) if task.kind == "code" else None
-            request_text = TEXT_TURN if text_mode else task.agent.turn
+            request_text = task.agent.turn
+            if text_mode:
+                request_text = WHOLE_FILE_TURN if focus and shows_whole_file(focus) else TEXT_TURN
             messages = [Message(role="user", text=turn_text(summary, request_text, focus))]
             if text_mode:
                 messages = text_messages(messages[0], window)
@@ -209,15 +218,16 @@ class StatefulAgent(Agent):
                 break
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
             if text_mode:
-                outcome = await self._text_step(assistant, run.used)
+                outcome = await self._text_step(assistant, run.best is not None)
                 if isinstance(outcome, Turn):
                     self.turns.append(outcome)
                     continue
                 stop = outcome
                 break
             if not response.tool_calls:
-                # A DONE before any experiment ran is a misfire (small models do this), not a decision.
-                if says_done(response.text) and run.used > 0:
+                # A DONE before anything ran well is a misfire (small models do this), not a decision:
+                # Qwen2.5-Coder-1.5B ended a 15-experiment run after one crash, "after the 14th run".
+                if says_done(response.text) and run.best is not None:
                     stop = ("llm-done", response.text.strip()[:300])
                     break
                 self.failures += 1
@@ -291,14 +301,14 @@ class StatefulAgent(Agent):
         turn.user = Message(role="user", tool_results=results)
         return turn
 
-    async def _text_step(self, assistant: Message, used: int) -> "Turn | tuple[StopReason, str]":
+    async def _text_step(self, assistant: Message, ran_well: bool) -> "Turn | tuple[StopReason, str]":
         """A code task answered in text: SEARCH/REPLACE edits or the whole file in a python block (sent
         as modify_train_py's edits or source, unchanged, then benchmarked), `REVERT v<N>`, or DONE. The
         model's words become the version's description."""
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
         files = self.config.task.files if len(self.config.task.files) > 1 else None
-        reply = read_text_reply(text, self.current_code, used, files)
+        reply = read_text_reply(text, self.current_code, ran_well, files)
         if reply.action == "done":
             return ("llm-done", text.strip()[:300])
         if reply.action == "refused":
@@ -306,14 +316,14 @@ class StatefulAgent(Agent):
             self.refused(kind=reply.kind)
             turn.refused = True
             turn.user.text = (
-                f"{reply.why_not} {text_format(self.latest_version, used)}"
+                f"{reply.why_not} {text_format(self.latest_version, ran_well)}"
                 if reply.why_not
-                else text_nudge(text, self.latest_version, used)
+                else text_nudge(text, self.latest_version, ran_well)
             )
             return turn
         if reply.action == "revert":
             outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
-            turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, used)
+            turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, ran_well)
             if outcome.ok:
                 # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
                 # call, so they count toward --max-failures' streak like any call that recorded nothing.
@@ -325,7 +335,7 @@ class StatefulAgent(Agent):
                 changed = await self._text_call(
                     turn, ToolName.REPLACE_FUNCTION, {"name": name, "source": source, **arguments}
                 )
-                turn.user.text = self._text_result(ToolName.REPLACE_FUNCTION, changed, used)
+                turn.user.text = self._text_result(ToolName.REPLACE_FUNCTION, changed, ran_well)
                 if not changed.ok:
                     return turn
         else:
@@ -336,7 +346,7 @@ class StatefulAgent(Agent):
             else:
                 arguments["source"] = reply.source
             changed = await self._text_call(turn, ToolName.MODIFY_TRAIN_PY, arguments)
-            turn.user.text = self._text_result(ToolName.MODIFY_TRAIN_PY, changed, used)
+            turn.user.text = self._text_result(ToolName.MODIFY_TRAIN_PY, changed, ran_well)
             if not changed.ok:
                 return turn
         measured = await self._text_call(turn, ToolName.RUN_BENCHMARK, {})
@@ -344,7 +354,7 @@ class StatefulAgent(Agent):
         self._account(ToolCall(id="text-bench", name=ToolName.RUN_BENCHMARK, arguments={}), measured, turn)
         return turn
 
-    def _text_result(self, tool: str, outcome: ToolOutcome, used: int) -> str:
+    def _text_result(self, tool: str, outcome: ToolOutcome, ran_well: bool) -> str:
         """A modify or revert result. A refusal or a revert, which no benchmark follows, restates the
         format: after "train.py has no version 3" or "train.py is now v4" alone the real model answered
         DONE or "Done: The code was optimized..."."""
@@ -352,7 +362,7 @@ class StatefulAgent(Agent):
             self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
         if outcome.ok and tool in CHANGE_TOOLS:
             return result_text(tool, outcome)
-        return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, used)}"
+        return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, ran_well)}"
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""

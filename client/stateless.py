@@ -59,6 +59,7 @@ class StatelessAgent(Agent):
         self.feedback: str | None = None  # strong: why the last reply recorded nothing
         self.experiments: list[Experiment] = []  # HPO: every experiment so far
         self.versions: list[CodeVersion] = []  # code: every version with its benchmark
+        self.ran_well = False  # an experiment ended ok: before that, DONE is a misfire (as in stateful)
         self.source = ""  # code: the current train.py
         self.profile: Profile | None = None  # code: where the latest version spends its time
 
@@ -123,7 +124,7 @@ class StatelessAgent(Agent):
     async def _hpo_step(self, text: str) -> tuple[StopReason, str] | None:
         params = parse_json_object(text)
         if params is None:
-            if says_done(text) and self.experiments:
+            if says_done(text) and self.ran_well:
                 return ("llm-done", text.strip()[:300])
             self._unused("it held no JSON object of hyperparameters.", kind="unparsed_reply")
             return None
@@ -137,6 +138,7 @@ class StatelessAgent(Agent):
         self.experiments.append(experiment)
         self.feedback = None
         self.failures = 0 if experiment.status == "ok" else self.failures + 1
+        self.ran_well = self.ran_well or experiment.status == "ok"
         return None
 
     def _profile_text(self) -> str:
@@ -147,7 +149,7 @@ class StatelessAgent(Agent):
     async def _code_step(self, text: str) -> tuple[StopReason, str] | None:
         code = parse_code(text)
         if code is None:
-            if says_done(text) and len(self.versions) > 1:
+            if says_done(text) and self.ran_well:
                 return ("llm-done", text.strip()[:300])
             self._unused("it held no code (CODE: and a complete function or file).", kind="unparsed_reply")
             return None
@@ -185,4 +187,5 @@ class StatelessAgent(Agent):
         self.profile = outcome.as_model(ExperimentResult).profile
         self.feedback = None
         self.failures = 0 if exp.status == "ok" else self.failures + 1
+        self.ran_well = self.ran_well or exp.status == "ok"
         return None

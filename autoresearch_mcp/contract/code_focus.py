@@ -21,8 +21,12 @@ from autoresearch_mcp.contract.profile import Profile
 SHOWN_SHARES = 5  # functions named in the time line, hottest first
 SHOWN_LINES = 3  # the hottest function's slowest lines named
 LINE_CHARS = 50
-WHOLE_FILE_LINES = 40
-FAILURE_CHARS = 400  # of the failed version's error headline  # a file this short is shown whole when no function can be singled out
+# A file this short is shown whole when no function can be singled out (the time is spent at module
+# level, or there is no profile yet): digits-mlp's 53-line train.py trains in its module's loop, and
+# naming its one helper function left the model guessing at the rest.
+WHOLE_FILE_LINES = 80
+FAILURE_CHARS = 400  # of the failed version's error headline
+WHOLE_FILE_HEADER = "train.py (current):"
 _FAILED_AT = re.compile(r" at line (?P<line>\d+)(?: \((?P<name>[\w<>.:]+)\))?")
 
 
@@ -93,6 +97,11 @@ def _normal(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
 
+def shows_whole_file(focus: str) -> bool:
+    """Whether a turn's code part (focus_text's) holds the whole train.py rather than some functions."""
+    return f"{WHOLE_FILE_HEADER}\n```python" in focus
+
+
 def focus_text(
     source: str,
     files: list[str] | None,
@@ -111,10 +120,11 @@ def focus_text(
     functions = in_focus(source, files, profile, failure, changed)
     if not functions:
         if source.count("\n") <= WHOLE_FILE_LINES or not all_functions(source, files):
-            parts.append(f"train.py (current):\n```python\n{source.rstrip()}\n```")
+            parts.append(f"{WHOLE_FILE_HEADER}\n```python\n{source.rstrip()}\n```")
         else:
             names = ", ".join(f.signature for f in all_functions(source, files))
-            parts.append(f"train.py defines: {names}. No profile yet.")
+            why = "most time is spent outside them" if profile is not None else "no profile yet"
+            parts.append(f"train.py defines: {names} ({why}).")
         return "\n".join(p for p in parts if p)
     for function in functions:
         where = f"{function.file} lines {function.first_line}-{function.last_line}"

@@ -370,7 +370,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
 ):
     """What Qwen2.5-Coder-1.5B did on codeopt seed 123: a code block cut off after a comment, REVERT to a
     version that does not exist, DONE before anything ran. Each answer says what was wrong and offers
-    REVERT only once there is a version to go back to, DONE only once something was measured."""
+    REVERT only once there is a version to go back to, DONE only once something ran well."""
     faster = rewrites.source_after(1)
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -396,7 +396,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
     assert cut_off.startswith("Your code block held no function")
     assert "no version 3" in no_such_version and no_such_version.endswith("or SEARCH/REPLACE edits.")
     assert all("REVERT" not in a and "DONE" not in a for a in (cut_off, no_such_version))
-    assert early_done.startswith("No version has been benchmarked yet: DONE is early.")
+    assert early_done.startswith("No version has run well yet: DONE is early.")
     assert "(#1, train.py v2)" in measured  # a new turn: the window starts after an experiment
     assert "no version 7" in no_version_7
     assert no_version_7.endswith("or REVERT v<N> with N from 1 to 2; or DONE: <reason>.")

@@ -2,8 +2,17 @@
 not the whole file; a function the request already holds is named, not sent again. And how a python
 block of some functions becomes replace_function calls (client/replies.py)."""
 
+from pathlib import Path
+
+from autoresearch_mcp.client.prompts import WHOLE_FILE_TURN
 from autoresearch_mcp.client.replies import function_versions, read_text_reply
-from autoresearch_mcp.contract.code_focus import Failure, changed_functions, focus_text, in_focus
+from autoresearch_mcp.contract.code_focus import (
+    Failure,
+    changed_functions,
+    focus_text,
+    in_focus,
+    shows_whole_file,
+)
 from autoresearch_mcp.contract.functions import find_function, replace_function
 from autoresearch_mcp.contract.profile import FunctionTime, LineTime, Profile
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
@@ -87,7 +96,37 @@ def test_a_function_the_window_already_holds_unchanged_is_named_not_sent_again()
 def test_with_no_profile_a_long_file_is_named_by_its_functions_not_sent_whole() -> None:
     text = focus_text(SOURCE, None, None, None, [], [])
     assert text.startswith("train.py defines: process_records(records), copy_records(records)")
-    assert "```" not in text
+    assert text.endswith("(no profile yet).") and "```" not in text and not shows_whole_file(text)
+
+
+def test_when_the_time_is_spent_at_module_level_a_short_file_is_shown_whole_and_asked_for_whole():
+    """digits-mlp trains in its module's loop: naming its one helper (`forward`) left the model to
+    guess at the rest, and it wrote a helper of its own. Its 53 lines are shown, and asked for whole."""
+    source = (Path(__file__).parents[2] / "examples" / "tasks" / "digits-mlp" / "train.py").read_text()
+    forward = find_function(source, "forward")
+    assert forward is not None
+    profile = Profile(
+        sha256="x",
+        how="test",
+        functions=[
+            FunctionTime(name="<module>", file="train.py", first_line=1, last_line=53, share=0.82, ms=1.0),
+            FunctionTime(
+                name="forward",
+                file="train.py",
+                first_line=forward.first_line,
+                last_line=forward.last_line,
+                share=0.18,
+                ms=1.0,
+            ),
+        ],
+        hot="<module>",
+        lines=[LineTime(line=10, share=0.65, text="import prepare")],
+    )
+    text = focus_text(source, None, profile, None, [], [])
+    assert text.startswith("Time by function: <module> 82%, forward 18%.")
+    assert shows_whole_file(text) and source.rstrip() in text
+    assert "No profile yet" not in text
+    assert "the whole new train.py" in WHOLE_FILE_TURN
 
 
 def test_a_python_block_of_some_functions_becomes_one_replacement_each_with_the_imports_sent_first() -> None:
@@ -99,7 +138,7 @@ def test_a_python_block_of_some_functions_becomes_one_replacement_each_with_the_
     versions = function_versions(block, SOURCE)
     assert versions is not None and [name for name, _ in versions] == ["rank_departments", "copy_records"]
     assert versions[0][1].startswith("import heapq\n") and not versions[1][1].startswith("import")
-    reply = read_text_reply(f"Sort once.\n```python\n{block}```", SOURCE, used=1)
+    reply = read_text_reply(f"Sort once.\n```python\n{block}```", SOURCE, ran_well=True)
     assert reply.action == "functions" and reply.functions == versions
     # the whole file, or a def the file does not have, is not a function version
     assert function_versions(SOURCE, SOURCE) is None

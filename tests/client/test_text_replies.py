@@ -1,8 +1,11 @@
 """Reading text replies: the edit forms Qwen2.5-Coder-1.5B wrote when asked for SEARCH/REPLACE edits
 (the replies below are its own, from probes of codeopt-records' first turn), and the whole-file check."""
 
+from pathlib import Path
+
 import pytest
 
+from autoresearch_mcp.client.prompts import text_format, text_nudge
 from autoresearch_mcp.client.replies import (
     TextReply,
     cut_off,
@@ -200,23 +203,65 @@ def test_an_empty_search_over_a_whole_file_is_that_file_and_over_anything_else_i
 
 
 def test_a_text_reply_asks_for_exactly_one_thing_and_what_cannot_be_used_is_refused_with_its_kind():
-    whole = "Sum at once.\n```python\ndef f(xs):\n    return sum(xs)\n```"
+    whole = f"Sum at once.\n```python\n{SOURCE.replace('total += x', 'total += x  # summed')}```"
     edit = "Double it.\nSEARCH\ntotal += x\n=======\ntotal += 2 * x\n>>>>>>> REPLACE"
-    assert read_text_reply(whole, SOURCE, used=1) == TextReply(
-        "source", source="def f(xs):\n    return sum(xs)\n"
+    assert read_text_reply(whole, SOURCE, ran_well=True) == TextReply(
+        "source", source=SOURCE.replace("total += x", "total += x  # summed")
     )
-    assert read_text_reply(edit, SOURCE, used=1) == TextReply(
+    assert read_text_reply(edit, SOURCE, ran_well=True) == TextReply(
         "edits", edits=[("total += x\n", "total += 2 * x\n")]
     )
-    assert read_text_reply("REVERT v2", SOURCE, used=3) == TextReply("revert", version=2)
-    assert read_text_reply("DONE: nothing left", SOURCE, used=3).action == "done"
-    assert read_text_reply("DONE: nothing left", SOURCE, used=0) == TextReply(
+    assert read_text_reply("REVERT v2", SOURCE, ran_well=True) == TextReply("revert", version=2)
+    assert read_text_reply("DONE: nothing left", SOURCE, ran_well=True).action == "done"
+    assert read_text_reply("DONE: nothing left", SOURCE, ran_well=False) == TextReply(
         "refused", kind="unparsed_reply"
     )
-    assert read_text_reply("I would sort it.", SOURCE, used=1) == TextReply("refused", kind="unparsed_reply")
-    cut = read_text_reply("```python\ndef f(xs):\n    total = 0\n```", SOURCE, used=1)
+    assert read_text_reply("I would sort it.", SOURCE, ran_well=True) == TextReply(
+        "refused", kind="unparsed_reply"
+    )
+    cut = read_text_reply("```python\ndef f(xs):\n    total = 0\n```", SOURCE, ran_well=True)
     assert cut.kind == "cut_off_code" and "never returns a value" in (cut.why_not or "")
-    empty = read_text_reply("SEARCH\n=======\ntotal = 1\n>>>>>>> REPLACE", SOURCE, used=1)
+    empty = read_text_reply("SEARCH\n=======\ntotal = 1\n>>>>>>> REPLACE", SOURCE, ran_well=True)
     assert empty.kind == "empty_edit" and "SEARCH part was empty" in (empty.why_not or "")
     # An edit and a revert in one reply: the edit is what the reply does.
-    assert read_text_reply(f"{edit}\nor REVERT v1", SOURCE, used=1).action == "edits"
+    assert read_text_reply(f"{edit}\nor REVERT v1", SOURCE, ran_well=True).action == "edits"
+
+
+DIGITS_TRAIN = (Path(__file__).parents[2] / "examples" / "tasks" / "digits-mlp" / "train.py").read_text()
+# Qwen2.5-Coder-1.5B's first reply to digits-mlp's 53-line train.py, word for word (seed 42).
+HELPER_ONLY = """>>>>>>> REPLACE
+>>> replace the `import prepare` line with an import for a new function or class that will be used to generate data batches faster. For example:
+
+```python
+def faster_data_batch_generator(rng, y_train, BATCH):
+    # Implement a more efficient way of generating batches here
+    return batch
+
+# Replace the existing `batch = rng.integers(0, len(y_train), BATCH)` line with this new one
+batch = faster_data_batch_generator(rng, y_train, BATCH)
+```"""
+
+
+def test_a_block_that_lacks_the_files_functions_is_refused_not_taken_as_the_whole_file():
+    reply = read_text_reply(HELPER_ONLY, DIGITS_TRAIN, ran_well=False)
+    assert reply.action == "refused" and reply.kind == "part_of_file"
+    assert "it lacks forward, which train.py defines" in (reply.why_not or "")
+    # the whole file with a change is still a whole file
+    whole = f"Wider.\n```python\n{DIGITS_TRAIN.replace('HIDDEN = 32', 'HIDDEN = 64')}```"
+    assert read_text_reply(whole, DIGITS_TRAIN, ran_well=False).action == "source"
+    # a file without functions: a block of a third of its lines or less is part of it
+    flat = "".join(f"x{i} = {i}\n" for i in range(30))
+    short = read_text_reply("```python\nx0 = 1\ndef f():\n    return 1\n```", flat, ran_well=True)
+    assert short.kind == "part_of_file" and "3 lines, train.py 30" in (short.why_not or "")
+
+
+def test_done_ends_the_run_only_once_an_experiment_ran_well():
+    early = read_text_reply(
+        "DONE: No improvements observed after the 14th run.", DIGITS_TRAIN, ran_well=False
+    )
+    assert early == TextReply("refused", kind="unparsed_reply")
+    assert "No version has run well yet: DONE is early." in text_nudge(
+        "DONE: No improvements observed", latest_version=2, ran_well=False
+    )
+    assert "DONE" not in text_format(latest_version=2, ran_well=False)
+    assert "DONE: <reason>" in text_format(latest_version=2, ran_well=True)
