@@ -70,4 +70,3 @@ def scripted_llm(task: str, seed: int = 42) -> "ScriptedLLM":
     return ScriptedLLM(
         task=spec.info(), plan=spec.scripted_plan(), original=spec.initial_artifact(), seed=seed
     )
-
