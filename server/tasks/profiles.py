@@ -144,3 +144,16 @@ def failing_line(traceback: str, files: tuple[str, ...]) -> str | None:
             where = f"line {match['line']}" + (f" ({name})" if name and name != "<module>" else "")
             found = f"{where}: {quoted[:160]}" if quoted else where
     return found
+
+
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Iteration|Warning)(?::.*)?$")
+
+
+def exception_line(traceback: str) -> str | None:
+    """`ModuleNotFoundError: No module named 'keras'`: the last line of `traceback` that names an
+    exception, clipped; None without one. Told only the failing line (`from keras.models import
+    Sequential`), Qwen2.5-Coder-1.5B sent keras again in five versions of digits-mlp's train.py."""
+    for text in reversed(traceback.splitlines()):
+        if _EXCEPTION.match(text.strip()):
+            return text.strip()[:200]
+    return None

@@ -19,6 +19,7 @@ from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks.folder.child import TRACED_EVENTS, booted
 from autoresearch_mcp.server.tasks.folder.spec import load_folder
 from autoresearch_mcp.server.tasks.folder.task import parse_metrics
+from autoresearch_mcp.server.tasks.profiles import exception_line, failing_line
 from folder_fixture import folder_files, make_folder
 
 
@@ -349,8 +350,21 @@ async def test_in_code_work_the_script_is_profiled_and_one_function_taken_back_a
     assert profile["functions"][0]["name"] == "slow_sum" and profile["functions"][0]["share"] > 0.5
     assert {line["text"] for line in profile["lines"]} & {"total += i % 7", "for i in range(n):"}
     assert crashed["status"] == "crash"
-    assert "at line 6 (slow_sum): return [0][n]" in crashed["error_tail"].splitlines()[0]
+    headline = crashed["error_tail"].splitlines()[0]
+    assert headline.endswith("at line 6 (slow_sum): return [0][n]: IndexError: list index out of range")
     assert current["source"] == PROFILED_SCRIPT.replace(
         "    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n",
         "    return [0][n]\n",
     )
+
+
+def test_a_crash_headline_names_the_exception_after_the_failing_line():
+    stderr = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 5, in <module>\n'
+        "    from keras.models import Sequential\n"
+        "ModuleNotFoundError: No module named 'keras'\n"
+    )
+    assert failing_line(stderr, ("train.py",)) == "line 5: from keras.models import Sequential"
+    assert exception_line(stderr) == "ModuleNotFoundError: No module named 'keras'"
+    assert exception_line("some output\nno exception here\n") is None

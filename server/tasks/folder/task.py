@@ -26,7 +26,7 @@ from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
 from autoresearch_mcp.server.tasks.folder.profile import profile
 from autoresearch_mcp.server.tasks.folder.spec import FolderSpec, TaskFolder, load_folder
-from autoresearch_mcp.server.tasks.profiles import build_profile, failing_line
+from autoresearch_mcp.server.tasks.profiles import build_profile, exception_line, failing_line
 
 ENTRY = "autoresearch_mcp.server.tasks.folder.child:run_command"
 MAX_ARTIFACT_BYTES = 1_000_000
@@ -203,10 +203,12 @@ class FolderTask(Task):
             )
         if report.returncode != 0:
             at = failing_line(report.stderr_tail, tuple(self.editable()))
+            raised = exception_line(report.stderr_tail)
             return Outcome(
                 status="crash",
                 error_tail=f"the script exited with status {report.returncode}"
                 + (f" at {at}" if at else "")
+                + (f": {raised}" if raised else "")
                 + f"\n{report.stderr_tail}",
             )
         metric, secondary, problem = parse_metrics(report.stdout_tail, self.metric)
