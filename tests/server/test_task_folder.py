@@ -277,7 +277,7 @@ import os
 def slow_sum(n):
     total = 0
     for i in range(n):
-        total += i % 7
+        total += sum(range(i % 100))
     return total
 
 
@@ -286,7 +286,7 @@ def quick_scale(value):
 
 
 params = json.loads(os.environ["AUTORESEARCH_PARAMS"])
-print(f"loss: {quick_scale(slow_sum(300_000)) + params['x'] ** 2:.6f}")
+print(f"loss: {quick_scale(slow_sum(100_000)) + params['x'] ** 2:.6f}")
 """
 
 
@@ -348,12 +348,14 @@ async def test_in_code_work_the_script_is_profiled_and_one_function_taken_back_a
     profile = first["profile"]
     assert first["experiment"]["status"] == "ok" and profile["hot"] == "slow_sum"
     assert profile["functions"][0]["name"] == "slow_sum" and profile["functions"][0]["share"] > 0.5
-    assert {line["text"] for line in profile["lines"]} & {"total += i % 7", "for i in range(n):"}
+    # The loop's body does more than the tracer does per line: a cheaper line (`total += i % 7`) came
+    # out at 0% once the tracer's calibrated cost was taken off, on a loaded machine.
+    assert "total += sum(range(i % 100))" in {line["text"] for line in profile["lines"]}
     assert crashed["status"] == "crash"
     headline = crashed["error_tail"].splitlines()[0]
     assert headline.endswith("at line 6 (slow_sum): return [0][n]: IndexError: list index out of range")
     assert current["source"] == PROFILED_SCRIPT.replace(
-        "    total = 0\n    for i in range(n):\n        total += i % 7\n    return total\n",
+        "    total = 0\n    for i in range(n):\n        total += sum(range(i % 100))\n    return total\n",
         "    return [0][n]\n",
     )
 
