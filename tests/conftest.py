@@ -11,6 +11,8 @@ import toy_task  # noqa: F401  (registers the test-only task "toy-quadratic")
 from autoresearch_mcp.server.settings import ServerSettings
 
 if TYPE_CHECKING:
+    import argparse
+
     from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +56,26 @@ def covtype_20k_csv() -> Path:
     if not COVTYPE_20K.is_file():
         pytest.skip(f"{NEEDS_20K} (nothing at {COVTYPE_20K})")
     return COVTYPE_20K
+
+
+@pytest.fixture
+def agent_server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
+    """What a server the agent spawns sees, as a user's would via AUTORESEARCH_*: the toy task (a
+    plugin), the Covertype fixture, warnings only."""
+    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
+    monkeypatch.setenv("AUTORESEARCH_COVTYPE", str(covtype_csv))
+    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
+    # A training that hangs (seen once in CI, not explained) is killed well inside pytest's 300 s and
+    # shows as a timeout experiment with its own message, not as a hung test.
+    monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "120")
+
+
+def run_args(tmp_path: Path, *extra: str) -> "argparse.Namespace":
+    """`autoresearch-mcp run` on a database of the test's own, quiet, with `extra` flags."""
+    from autoresearch_mcp.cli import build_parser
+
+    return build_parser().parse_args(["run", "--db", str(tmp_path / "runs.db"), "--quiet", *extra])
 
 
 @pytest.fixture

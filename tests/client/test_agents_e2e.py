@@ -8,31 +8,14 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.cli import build_parser, main
+from autoresearch_mcp.cli import main
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.functions import replace_function
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
-from conftest import TESTS_DIR
+from conftest import run_args
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
-
-
-@pytest.fixture
-def server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
-    """The spawned server sees the toy task (a plugin) and the CSV, as a user's would via AUTORESEARCH_*."""
-    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
-    monkeypatch.setenv("AUTORESEARCH_COVTYPE", str(covtype_csv))
-    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
-    # A training that hangs (seen once in CI, not explained) is killed well inside pytest's 300 s and
-    # shows as a timeout experiment with its own message, not as a hung test.
-    monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "120")
-
-
-def args_for(tmp_path: Path, *extra: str) -> Any:
-    return build_parser().parse_args(["run", "--db", str(tmp_path / "runs.db"), "--quiet", *extra])
-
 
 # The first option every text-protocol answer offers.
 FORMAT = (
@@ -60,7 +43,7 @@ def experiments(db: Path) -> list[tuple]:
 
 @pytest.mark.asyncio
 async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
-    tmp_path: Path, server_env: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with FakeAnthropicServer() as fake:
@@ -76,7 +59,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
             anthropic_message("", [("run_experiment", {"params": {"x": 0.3, "y": -0.2}})]),
             anthropic_message("DONE: the optimum is found"),
         )
-        args = args_for(
+        args = run_args(
             tmp_path,
             "--task",
             "toy-quadratic",
@@ -121,7 +104,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
 
 @pytest.mark.asyncio
 async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
-    tmp_path: Path, server_env: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "bad-key")
     with FakeAnthropicServer() as fake:
@@ -129,7 +112,7 @@ async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
             anthropic_message("", [("run_experiment", {"params": {"x": 1.0}})]),
             error_reply(401, "authentication_error", "invalid x-api-key"),
         )
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "toy-quadratic", "--llm", "anthropic", "--base-url", fake.root_url
         )
         result = await run_session(args, mode="stateful", seed=1)
@@ -143,7 +126,7 @@ async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
 
 @pytest.mark.asyncio
 async def test_the_stateless_baseline_sends_one_growing_message_through_the_real_openai_sdk(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -151,7 +134,7 @@ async def test_the_stateless_baseline_sends_one_growing_message_through_the_real
             chat_completion("I am not sure."),
             chat_completion('{"x": 0.2, "y": -0.1}'),
         )
-        args = args_for(
+        args = run_args(
             tmp_path,
             "--task",
             "toy-quadratic",
@@ -177,7 +160,7 @@ async def test_the_stateless_baseline_sends_one_growing_message_through_the_real
 
 @pytest.mark.asyncio
 async def test_a_run_finished_from_outside_the_agent_stops_it_with_its_own_reason_not_as_the_models_done(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     db = tmp_path / "runs.db"
 
@@ -190,7 +173,7 @@ async def test_a_run_finished_from_outside_the_agent_stops_it_with_its_own_reaso
 
     with FakeOpenAIServer(handler=another_host_finishes_the_run) as fake:
         fake.enqueue(chat_completion('{"x": 0.5, "y": 0.0}'))
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
             "--iterations", "5",
         )  # fmt: skip
@@ -203,9 +186,9 @@ async def test_a_run_finished_from_outside_the_agent_stops_it_with_its_own_reaso
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", "stateless"])
 async def test_the_scripted_backend_runs_hpo_end_to_end_with_one_llm_call_per_experiment(
-    tmp_path: Path, server_env: None, mode: str
+    tmp_path: Path, agent_server_env: None, mode: str
 ):
-    args = args_for(tmp_path, "--task", "hpo-covertype", "--llm", "scripted", "--iterations", "2")
+    args = run_args(tmp_path, "--task", "hpo-covertype", "--llm", "scripted", "--iterations", "2")
     result = await run_session(args, mode=mode, seed=42)
     assert result.scripted and result.stop_reason == "budget" and result.experiments == 2
     assert result.llm_calls == 2 and 0.3 < (result.best_metric or 0) < 1
@@ -227,8 +210,10 @@ def test_without_an_api_key_the_run_command_names_the_alternatives(
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", "stateless"])
-async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, server_env: None, mode: str):
-    args = args_for(tmp_path, "--task", "codeopt-records", "--llm", "scripted", "--iterations", "2")
+async def test_the_scripted_backend_rewrites_code_end_to_end(
+    tmp_path: Path, agent_server_env: None, mode: str
+):
+    args = run_args(tmp_path, "--task", "codeopt-records", "--llm", "scripted", "--iterations", "2")
     result = await run_session(args, mode=mode, seed=42)
     assert result.scripted and result.stop_reason == "budget" and result.experiments == 2
     assert result.llm_calls == 2 and (result.best_metric or 0) > 1.0  # the catalogue's rewrites are faster
@@ -263,7 +248,7 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, ser
 
 @pytest.mark.asyncio
 async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_can_revert(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     """--code-replies text: small models cannot write code inside a JSON string, so they answer with code
     in a python block (here the whole file); the agent sends it unchanged as modify_train_py's source,
@@ -276,7 +261,7 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
             chat_completion("REVERT v1"),
             chat_completion(f"**Two fixes at once**\n```python\n{fastest}```\nDone."),
         )
-        args = args_for(
+        args = run_args(
             tmp_path,
             *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
             *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
@@ -317,7 +302,7 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
 
 @pytest.mark.asyncio
 async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_off_file_is_refused(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     """What Qwen2.5-Coder-1.5B wrote once asked for edits: aider's markers, or SEARCH and REPLACE labels
     over fenced blocks, and empty markers. The agent sends edits as modify_train_py's
@@ -338,7 +323,7 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
                 f"CHANGE: two rewrites at once.\nSEARCH/REPLACE edits:\n```\n=======\n{rewrites.source_after(2)}```"
             ),
         )
-        args = args_for(
+        args = run_args(
             tmp_path,
             *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
             *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
@@ -366,7 +351,7 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
 
 @pytest.mark.asyncio
 async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_and_only_the_options_that_can(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     """What Qwen2.5-Coder-1.5B did on codeopt seed 123: a code block cut off after a comment, REVERT to a
     version that does not exist, DONE before anything ran. Each answer says what was wrong and offers
@@ -381,7 +366,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
             chat_completion("REVERT v7"),
             chat_completion("Done: No further changes necessary."),  # its words for DONE
         )
-        args = args_for(
+        args = run_args(
             tmp_path,
             *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
             *("--model", "qwen2.5-coder", "--iterations", "2", "--max-failures", "10"),
@@ -405,7 +390,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
 
 @pytest.mark.asyncio
 async def test_reverting_back_and_forth_without_benchmarking_ends_on_the_failure_streak(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     """Seed 456 on the real model: REVERT v3, v4, v3, v4... one free call each, never an experiment."""
     with FakeOpenAIServer() as fake:
@@ -413,7 +398,7 @@ async def test_reverting_back_and_forth_without_benchmarking_ends_on_the_failure
             chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
             *(chat_completion(f"REVERT v{v}") for v in (1, 2, 1, 2)),
         )
-        args = args_for(
+        args = run_args(
             tmp_path,
             *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
             *("--model", "qwen2.5-coder", "--iterations", "5", "--max-failures", "3"),
@@ -448,7 +433,7 @@ def test_a_thread_count_below_one_is_refused_before_anything_starts(
 
 @pytest.mark.asyncio
 async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_sees_its_repeat_once(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     same = {"params": {"x": 0.1, "y": 0.2}}
     with FakeOpenAIServer() as fake:
@@ -458,7 +443,7 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
             chat_completion(None, [("run_experiment", same)]),
             chat_completion(None, [("run_experiment", {"params": {"x": 0.3, "y": 0.2}})]),
         )
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
             "--model", "m", "--iterations", "2",
         )  # fmt: skip
@@ -480,7 +465,7 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
 
 @pytest.mark.asyncio
 async def test_a_repeat_of_the_best_by_leaving_params_out_is_told_the_way_left_from_the_bests_value(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     # x sits on its upper bound (10) in the best; the repeat sends nothing, so only the best says where x is.
     with FakeOpenAIServer() as fake:
@@ -489,7 +474,7 @@ async def test_a_repeat_of_the_best_by_leaving_params_out_is_told_the_way_left_f
             chat_completion(None, [("run_experiment", {"params": {}, "base": "best"})]),
             chat_completion(None, [("run_experiment", {"params": {"x": 9.0}})]),
         )
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
             "--model", "m", "--iterations", "2",
         )  # fmt: skip
@@ -553,9 +538,9 @@ def _error_results(transcript: str) -> list[str]:
 
 @pytest.mark.asyncio
 async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_run_uses_its_budget(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
-    args = args_for(tmp_path, "--task", "toy-quadratic", "--llm", "scripted-sloppy", "--iterations", "6")
+    args = run_args(tmp_path, "--task", "toy-quadratic", "--llm", "scripted-sloppy", "--iterations", "6")
     result = await run_session(args, mode="stateful", seed=42)
     assert result.stop_reason == "budget" and result.experiments == 6
     errors = _error_results(result.transcript)
@@ -569,9 +554,9 @@ async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_r
 
 @pytest.mark.asyncio
 async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_through(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
-    args = args_for(tmp_path, "--task", "codeopt-records", "--llm", "scripted-sloppy", "--iterations", "4")
+    args = run_args(tmp_path, "--task", "codeopt-records", "--llm", "scripted-sloppy", "--iterations", "4")
     result = await run_session(args, mode="stateful", seed=42)
     assert result.stop_reason == "budget" and result.experiments == 4
     rejected = [e for e in _error_results(result.transcript) if "edit rejected" in e]  # edits or a def
@@ -581,14 +566,14 @@ async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_
 
 @pytest.mark.asyncio
 async def test_the_stateless_baseline_sends_a_block_of_one_function_as_replace_function(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     """A stateless reply holding one function's new version (what a small model can write) replaces that
     function alone; the next prompt holds the whole new file as the version, and the profile's lines."""
     new = "def rank_departments(summary):\n    return sorted(sorted(summary), key=lambda d: -summary[d]['avg_salary'])\n"
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion(f"CODE:\n```python\n{new}```"), chat_completion("DONE: enough"))
-        args = args_for(
+        args = run_args(
             tmp_path,
             *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
             *("--model", "qwen2.5-coder", "--iterations", "2"),

@@ -6,24 +6,16 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.cli import build_parser
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.transcript import load_transcript
-from conftest import TESTS_DIR
+from conftest import run_args
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
 
 
 @pytest.fixture
-def server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
-    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
-    monkeypatch.setenv("AUTORESEARCH_COVTYPE", str(covtype_csv))
-    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
+def server_env(agent_server_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """And a key, which the anthropic backend's fake endpoint takes."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-
-
-def args_for(tmp_path: Path, *extra: str) -> Any:
-    return build_parser().parse_args(["run", "--db", str(tmp_path / "runs.db"), "--quiet", *extra])
 
 
 def texts(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,7 +37,7 @@ async def test_the_strong_baseline_is_told_why_a_reply_was_not_used_and_caches_i
                 '{"x": 0.2, "y": -0.1}', input_tokens=40, output_tokens=12, cache_read_input_tokens=290
             ),
         )
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "toy-quadratic", "--llm", "anthropic", "--base-url", fake.root_url,
             "--iterations", "2",
         )  # fmt: skip
@@ -89,7 +81,7 @@ async def test_the_paper_baseline_keeps_its_words_and_gets_no_feedback(tmp_path:
             anthropic_message('{"x": 0.5, "y": 0.0}'),
             anthropic_message('{"x": 0.2, "y": -0.1}'),
         )
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "toy-quadratic", "--llm", "anthropic", "--base-url", fake.root_url,
             "--iterations", "2", "--no-prompt-caching",
         )  # fmt: skip
@@ -111,7 +103,7 @@ async def test_the_stateful_agent_offers_the_params_at_the_top_level_and_nests_t
             chat_completion(tool_calls=[("run_experiment", {})], prompt_tokens=410, completion_tokens=9),
             chat_completion(tool_calls=[("run_experiment", {"max_depth": 3})], prompt_tokens=450),
         )
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "hpo-covertype", "--llm", "openai", "--base-url", fake.base_url,
             "--model", "qwen2.5-coder", "--iterations", "2", "--hpo-threads", "1",
         )  # fmt: skip
@@ -133,7 +125,7 @@ async def test_the_stateful_agent_offers_the_params_at_the_top_level_and_nests_t
 async def test_a_prompt_that_would_not_fit_the_window_ends_the_run_with_that_reason(
     tmp_path: Path, server_env: None
 ):
-    args = args_for(
+    args = run_args(
         tmp_path, "--task", "toy-quadratic", "--llm", "scripted", "--iterations", "30",
         "--context-window", "600", "--max-tokens", "100",
     )  # fmt: skip
@@ -152,7 +144,7 @@ async def test_a_provider_that_refuses_the_prompt_as_too_long_ends_the_run_with_
     too_long = "Requested tokens (17020) exceed context window of 16384"
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion('{"x": 0.5}'), error_reply(400, "invalid_request_error", too_long))
-        args = args_for(
+        args = run_args(
             tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
             "--model", "qwen2.5-coder", "--iterations", "5",
         )  # fmt: skip

@@ -18,15 +18,7 @@ from autoresearch_mcp.client.llm.base import LLMRequest, Message, ToolSpec
 from autoresearch_mcp.client.prices import prices
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.transcript import load_transcript
-from conftest import TESTS_DIR
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion
-
-
-@pytest.fixture
-def toy_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
-    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
 
 
 class CountingProvider:
@@ -52,7 +44,7 @@ class CountingProvider:
 
 
 def test_compare_against_a_provider_that_reports_usage_leads_with_what_it_counted(
-    tmp_path: Path, toy_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     provider = CountingProvider()
     out = tmp_path / "out"
@@ -96,7 +88,7 @@ def test_compare_against_a_provider_that_reports_usage_leads_with_what_it_counte
 
 @pytest.mark.asyncio
 async def test_the_scripted_double_bills_the_meters_count_and_says_it_is_tiktokens(
-    tmp_path: Path, toy_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     args = build_parser().parse_args(
         ["run", "--db", str(tmp_path / "runs.db"), "--quiet", "--task", "toy-quadratic", "--llm", "scripted",

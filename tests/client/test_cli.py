@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from autoresearch_mcp.cli import build_parser, main
-from conftest import TESTS_DIR
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -50,13 +49,6 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
     return lines[0]
-
-
-@pytest.fixture
-def toy_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The spawned server also knows the test-only toy task."""
-    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
 
 
 def free_port() -> int:
@@ -92,7 +84,7 @@ def test_a_bad_token_budget_is_one_line_before_anything_starts(
     assert not (tmp_path / "r.db").exists() and not (tmp_path / "out").exists()
 
 
-def test_a_refused_start_run_is_one_line(tmp_path: Path, toy_env: None):
+def test_a_refused_start_run_is_one_line(tmp_path: Path, agent_server_env: None):
     # A name past start_run's 100 characters passes argparse but not the tool's schema.
     db = str(tmp_path / "r.db")
     result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--name", "n" * 150, "--db", db)
@@ -144,7 +136,7 @@ def test_show_and_export_without_a_database_are_one_line(tmp_path: Path, capsys)
     assert not (tmp_path / "none.db").exists()  # looking does not create it
 
 
-def test_resuming_an_unknown_or_finished_run_is_one_line(tmp_path: Path, toy_env: None):
+def test_resuming_an_unknown_or_finished_run_is_one_line(tmp_path: Path, agent_server_env: None):
     db = tmp_path / "r.db"
     line = one_line_error(cli("run", "--run-id", "r-0000000000", "--llm", "scripted", "--db", str(db)))
     assert "no run r-0000000000" in line
@@ -183,7 +175,7 @@ def test_budget_and_iterations_are_the_same_flag():
     assert parser.parse_args(["compare", "--budget", "7", "--out", "results"]).iterations == 7
 
 
-def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(tmp_path: Path, toy_env: None):
+def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(tmp_path: Path, agent_server_env: None):
     db = tmp_path / "r.db"
     result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "3", "--db", str(db))
     assert result.returncode == 0, result.stderr
@@ -200,7 +192,7 @@ def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(tmp_path: Pat
 
 
 def test_runs_show_export_and_tasks_read_what_a_run_stored(
-    tmp_path: Path, toy_env: None, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, agent_server_env: None, capsys: pytest.CaptureFixture[str]
 ):
     db = tmp_path / "r.db"
     assert (
@@ -248,7 +240,7 @@ def test_runs_on_a_database_that_does_not_exist_says_so_without_creating_it(tmp_
     assert not (tmp_path / "none.db").exists()
 
 
-def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(tmp_path: Path, toy_env: None):
+def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(tmp_path: Path, agent_server_env: None):
     from autoresearch_mcp.server.research import Research
     from autoresearch_mcp.server.settings import ServerSettings
 
@@ -262,7 +254,7 @@ def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(tmp_path: Pat
     assert rows == (2, run.id)
 
 
-def test_reeval_seeds_is_a_run_and_compare_flag_passed_to_start_run(tmp_path: Path, toy_env: None):
+def test_reeval_seeds_is_a_run_and_compare_flag_passed_to_start_run(tmp_path: Path, agent_server_env: None):
     parser = build_parser()
     assert parser.parse_args(["run"]).reeval_seeds == 0
     assert parser.parse_args(["compare", "--reeval-seeds", "2", "--out", "results"]).reeval_seeds == 2

@@ -14,7 +14,6 @@ from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from conftest import TESTS_DIR
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -33,20 +32,15 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def toy_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The spawned server also knows the test-only toy task."""
-    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
-
-
 def toy_run(db: Path, *extra: str) -> str:
     result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--db", str(db), *extra)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def test_run_from_run_latest_continues_the_previous_run_through_the_cli(tmp_path: Path, toy_env: None):
+def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
+    tmp_path: Path, agent_server_env: None
+):
     db = tmp_path / "r.db"
     toy_run(db, "--budget", "3", "--seed", "1")
     conn = sqlite3.connect(db)
@@ -91,7 +85,7 @@ def test_run_from_run_latest_continues_the_previous_run_through_the_cli(tmp_path
 
 
 def test_the_stateless_baseline_started_from_a_run_has_its_re_measure_in_its_history(
-    tmp_path: Path, toy_env: None
+    tmp_path: Path, agent_server_env: None
 ):
     db = tmp_path / "r.db"
     toy_run(db, "--budget", "2")
@@ -103,7 +97,7 @@ def test_the_stateless_baseline_started_from_a_run_has_its_re_measure_in_its_his
     assert "Iter 1: score=" in message and "Best so far: Iter 1 with score=" in message
 
 
-def test_from_run_with_run_id_or_an_unknown_run_is_one_line(tmp_path: Path, toy_env: None):
+def test_from_run_with_run_id_or_an_unknown_run_is_one_line(tmp_path: Path, agent_server_env: None):
     db = str(tmp_path / "r.db")
     both = cli("run", "--run-id", "r-0000000000", "--from-run", "latest", "--llm", "scripted", "--db", db)
     assert "give one of them" in one_line_error(both)
@@ -117,7 +111,9 @@ def test_from_run_with_run_id_or_an_unknown_run_is_one_line(tmp_path: Path, toy_
 
 
 @pytest.mark.slow  # `run --from-run` is in the default suite; this is compare's three runs of it
-def test_compare_from_run_latest_starts_every_run_from_the_same_earlier_run(tmp_path: Path, toy_env: None):
+def test_compare_from_run_latest_starts_every_run_from_the_same_earlier_run(
+    tmp_path: Path, agent_server_env: None
+):
     out = tmp_path / "out"
     base = ["compare", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "2", "--seeds", "1"]
     assert main([*base, "--modes", "stateful", "--out", str(out)]) == 0

@@ -25,18 +25,9 @@ from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.models import Run
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.tasks.registry import make_task
-from conftest import TESTS_DIR
 
 MAX_TOKENS = 64  # the toy task's scripted replies are 30-50 tokens, so a small cap leaves them whole
 BUDGET = 1_200  # about two stateful calls and four stateless ones on the toy task; its budget is 6
-
-
-@pytest.fixture
-def toy_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The spawned server knows the test-only toy task (milliseconds per experiment)."""
-    monkeypatch.setenv("AUTORESEARCH_TASK_PLUGINS", "toy_task")
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
-    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "WARNING")
 
 
 class _Echo:
@@ -113,7 +104,7 @@ def test_a_token_budget_below_one_is_refused_by_the_config():
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", "stateless"])
 async def test_a_run_stops_before_the_call_that_could_exceed_its_token_budget_and_is_finished_with_that_reason(
-    tmp_path: Path, toy_env: None, monkeypatch: pytest.MonkeyPatch, mode: str
+    tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch, mode: str
 ):
     measured: list[tuple[LLMRequest, int]] = []
 
@@ -144,7 +135,9 @@ async def test_a_run_stops_before_the_call_that_could_exceed_its_token_budget_an
     assert (result.run.finish_reason or "").startswith("token-budget: token budget reached")
 
 
-def test_compare_holds_each_run_to_the_token_budget_and_writes_what_each_spent(tmp_path: Path, toy_env: None):
+def test_compare_holds_each_run_to_the_token_budget_and_writes_what_each_spent(
+    tmp_path: Path, agent_server_env: None
+):
     out = tmp_path / "out"
     command = (
         f"compare --task toy-quadratic --llm scripted --iterations 6 --seeds 42 --max-tokens {MAX_TOKENS}"

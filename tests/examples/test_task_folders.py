@@ -47,11 +47,13 @@ async def test_digits_mlp_is_a_code_task_whose_fixed_parts_an_edit_cannot_reach(
         started = await call(client, "start_run", {"task": "digits-mlp", "budget": 2})
         run_id = started["run_id"]
         assert started["experiment_tool"] == "run_benchmark"
-        first = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+        first_result = await call(client, "run_benchmark", {"run_id": run_id})
+        first = first_result["experiment"]
         edit = [{"search": "prepare.evaluate(", "replace": "prepare.TIME_BUDGET_S = 0\nprepare.evaluate("}]
         await call(client, "modify_train_py", {"run_id": run_id, "description": "try", "edits": edit})
         train_py = await call(client, "get_current_train_py", {"run_id": run_id})
     assert first["status"] == "ok" and first["metric"] < 1.0 and first["metrics"]["steps"] > 100
+    assert first_result["profile"] is None  # profile = false: the metric is a loss, not a time
     assert "prepare.TIME_BUDGET_S = 0" in train_py["source"]  # an edit of train.py only
     assert (TASKS / "digits-mlp" / "prepare.py").read_text().count("TIME_BUDGET_S = 3.0") == 1
 
