@@ -311,7 +311,9 @@ async def test_profile_false_runs_a_code_task_once_per_experiment_and_returns_no
     async with connected(settings, folder) as client:
         run_id = (await call(client, "start_run", {"task": "bowl", "budget": 2}))["run_id"]
         first = await call(client, "run_benchmark", {"run_id": run_id})
+        asked = await call(client, "profile_train_py", {"run_id": run_id})
     assert first["experiment"]["status"] == "ok" and first["profile"] is None
+    assert asked["profile"] is None and asked["note"]
 
 
 def test_a_profiled_run_of_a_script_traces_a_bounded_number_of_lines_and_samples_the_rest(tmp_path):

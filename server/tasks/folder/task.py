@@ -222,6 +222,8 @@ class FolderTask(Task):
         )
 
     def profile(self, params: BaseModel, source: str, ctx: ExecContext) -> Profile | None:
+        if not self.loaded.spec.task.profile:  # the folder said no: profile_train_py has none either
+            return None
         payload = {**self._payload(params, source, ctx), "profile": True, "profile_only": True}
         result = run_sandboxed(ENTRY, payload, Limits(**ctx.options["limits"]))
         if result.status != "ok" or result.result is None:
