@@ -285,6 +285,17 @@ async def latest_run(args: argparse.Namespace) -> str:
     return runs[0].id
 
 
+async def session(args: argparse.Namespace, out: Path, mode: str, seed: int) -> AgentResult:
+    """One run of the compare: `mode` on `seed`, its transcript under `out`."""
+    return await run_session(
+        args,
+        mode=mode,
+        seed=seed,
+        transcript=out / "transcripts" / f"{mode}-{seed}.jsonl",
+        name=f"compare {mode} seed {seed}",
+    )
+
+
 async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress) -> dict[str, Any]:
     out: Path = args.out
     if not args.server_url:
@@ -300,25 +311,17 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
     task_bar = progress.add_task("compare", total=len(seeds) * len(modes))
     runs = []
     for seed in seeds:
-        jobs = [
-            run_session(
-                args,
-                mode=mode,
-                seed=seed,
-                transcript=out / "transcripts" / f"{mode}-{seed}.jsonl",
-                name=f"compare {mode} seed {seed}",
-            )
-            for mode in modes
-        ]
         progress.update(
             task_bar, description=f"seed {seed}: {' + '.join(modes) if args.parallel else 'running'}"
         )
         if args.parallel:
-            results = await asyncio.gather(*jobs)
+            results = await asyncio.gather(*(session(args, out, mode, seed) for mode in modes))
         else:
+            # One at a time, each made when its turn comes: a first run that fails (an unreachable
+            # model) leaves no coroutine behind never awaited, which Python reports on exit.
             results = []
-            for job in jobs:
-                results.append(await job)
+            for mode in modes:
+                results.append(await session(args, out, mode, seed))
                 progress.advance(task_bar)
         if args.parallel:
             progress.advance(task_bar, len(modes))

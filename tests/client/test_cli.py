@@ -122,6 +122,12 @@ def test_an_openai_endpoint_that_is_not_there_is_one_line_and_no_run(tmp_path: P
     line = one_line_error(cli("run", "--llm", "openai", "--base-url", url, "--db", str(tmp_path / "r.db")))
     assert "cannot reach" in line and "127.0.0.1" in line and "--base-url" in line
     assert not (tmp_path / "r.db").exists()
+    # compare too: one line, and no "coroutine was never awaited" after it for the modes not reached
+    out = tmp_path / "out"
+    line = one_line_error(
+        cli("compare", "--llm", "openai", "--base-url", url, "--seeds", "1", "--out", str(out))
+    )
+    assert "cannot reach" in line
 
 
 def test_an_unknown_flag_is_one_line(capsys):
