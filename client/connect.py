@@ -61,7 +61,9 @@ def server_env() -> dict[str, str]:
 def stdio_params(
     db: Path | None, data: str | None, extra_args: list[str] | None = None, log_level: str = "WARNING"
 ) -> StdioServerParameters:
-    args = ["-m", "autoresearch_mcp.server"]
+    # -P: not the current directory first on sys.path. Run from a clone's root after `pip install .`,
+    # the clone's own autoresearch_mcp/ (without server/, which the install maps in) hid the package.
+    args = ["-P", "-m", "autoresearch_mcp.server"]
     if db is not None:
         args += ["--db", str(Path(db).expanduser().resolve())]
     if data is not None:

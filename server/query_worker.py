@@ -72,7 +72,7 @@ class QueryWorker:
             return self._proc
         self._stop()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "autoresearch_mcp.server.query_worker"],
+            [sys.executable, "-P", "-m", "autoresearch_mcp.server.query_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C meant for the server goes to the server

@@ -59,7 +59,7 @@ class _WorkerProcess:
         # Like multiprocessing's spawn: the worker sees the server's import path (plugin tasks included).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "autoresearch_mcp.server.jobs.worker"],
+            [sys.executable, "-P", "-m", "autoresearch_mcp.server.jobs.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

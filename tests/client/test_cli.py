@@ -21,13 +21,16 @@ import pytest
 from autoresearch_mcp.cli import build_parser, main
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 240, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "autoresearch_mcp.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 
@@ -275,3 +278,24 @@ def test_reeval_seeds_is_a_run_and_compare_flag_passed_to_start_run(tmp_path: Pa
     assert json.loads(conn.execute("SELECT config_json FROM runs").fetchone()[0])["reeval_seeds"] == 1
     notes = [row[0] for row in conn.execute("SELECT note FROM experiments ORDER BY iteration")]
     assert notes[1] == "re-evaluation 1/1 of #1 (seed 43)" and len(notes) == 3
+
+
+def test_a_run_from_a_folder_holding_an_autoresearch_mcp_folder_still_spawns_the_installed_server(
+    tmp_path: Path, agent_server_env: None
+):
+    """As from a clone's root after `pip install .`: the clone's autoresearch_mcp/ has no server/ (the
+    install maps it in), and a spawned `python -m autoresearch_mcp.server` found that folder first."""
+    here = tmp_path / "clone"
+    (here / "autoresearch_mcp").mkdir(parents=True)
+    (here / "autoresearch_mcp" / "__init__.py").write_text("")
+    flags = ["--llm", "scripted", "--budget", "1", "--db", str(tmp_path / "r.db"), "--quiet"]
+    # the CLI itself runs as the installed entry point does (its own folder first, not the cwd)
+    result = subprocess.run(
+        [sys.executable, "-P", "-m", "autoresearch_mcp.cli", "run", "--task", "toy-quadratic", *flags],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=here,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "No module named" not in result.stderr
