@@ -35,13 +35,8 @@ from mcp import Client, StdioServerParameters
 
 def server_params(db: Path | None, data: str | None, focus: str | None = None) -> StdioServerParameters:
     """`autoresearch-mcp serve [--tools-for TASK]`, run by this interpreter so the command need not be on
-    PATH."""
-    args = [
-        "-P",
-        "-m",
-        "autoresearch_mcp.server",
-        *(["--tools-for", focus] if focus else []),
-    ]  # -P: the installed package, never a same-named folder here
+    PATH (-P: the installed package, never a folder of that name in the current directory)."""
+    args = ["-P", "-m", "autoresearch_mcp.server", *(["--tools-for", focus] if focus else [])]
     if db is not None:
         args += ["--db", str(db.expanduser().resolve())]
     if data is not None:

@@ -32,12 +32,7 @@ from openai import APIError, AsyncOpenAI
 
 def server_params(db: Path | None, data: str | None, focus: str | None) -> MCPServerStdioParams:
     """`autoresearch-mcp serve [--tools-for TASK]`, run by this interpreter (no PATH needed)."""
-    args = [
-        "-P",
-        "-m",
-        "autoresearch_mcp.server",
-        *(["--tools-for", focus] if focus else []),
-    ]  # -P: the installed package, never a same-named folder here
+    args = ["-P", "-m", "autoresearch_mcp.server", *(["--tools-for", focus] if focus else [])]
     args += ["--db", str(db.expanduser().resolve())] if db is not None else []
     args += ["--data", str(Path(data).expanduser().resolve())] if data is not None else []
     # The child gets an allow-list of variables: add the server's settings and a plugin's PYTHONPATH.
