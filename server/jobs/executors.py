@@ -50,16 +50,20 @@ def make_executor(settings: ServerSettings) -> Executor:
 
 
 # -- local worker processes ----------------------------------------------------------------------
+WORKER_MAIN = "from autoresearch_mcp.server.jobs.worker import main; raise SystemExit(main())"
+
+
 class _WorkerProcess:
-    """One long-lived `python -m autoresearch_mcp.server.jobs.worker`, reused job after job (its imports
-    and task caches stay warm)."""
+    """One long-lived local worker process (worker.main), reused job after job (its imports and task
+    caches stay warm). Started by `-c`, not `-m`: the jobs package imports the worker module, and runpy
+    warned that `-m` ran a second copy of it as __main__."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
         # Like multiprocessing's spawn: the worker sees the server's import path (plugin tasks included).
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         self.proc = subprocess.Popen(
-            [sys.executable, "-P", "-m", "autoresearch_mcp.server.jobs.worker"],
+            [sys.executable, "-P", "-c", WORKER_MAIN],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

@@ -5,8 +5,8 @@ the same function runs in a local worker process or on a Dask worker on another 
 never touches the run store: it returns the outcome, and the server records it. The sandboxed child
 process that runs train.py is started from here.
 
-`python -m autoresearch_mcp.server.jobs.worker` is the local worker process: one JSON payload per line on
-stdin, one JSON reply per line on stdout, until stdin closes.
+`main` is the local worker process (executors.WORKER_MAIN starts it): one JSON payload per line on stdin,
+one JSON reply per line on stdout, until stdin closes.
 """
 
 import json

@@ -130,3 +130,12 @@ def processes_mentioning(marker: str) -> list[tuple[int, str]]:
         if marker in cmdline:
             found.append((int(entry.name), cmdline.strip()))
     return found
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent's pid, from /proc (None once the process is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rpartition(")")[2].split()[1])  # after "pid (comm)": state, then ppid

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
-from record_checks import assert_store_consistent, connect, processes_mentioning
+from record_checks import assert_store_consistent, connect, parent_of, processes_mentioning
 
 from conftest import TESTS_DIR
 from toy_task import SOURCE
@@ -74,10 +74,13 @@ class Cluster:
         return pid
 
     def server_pid(self) -> int:
-        servers = [
+        found = {
             pid for pid, cmd in processes_mentioning(str(self.db)) if "autoresearch_mcp.cli serve" in cmd
-        ]
-        assert len(servers) == 1, servers
+        }
+        # A child the server is forking (a sandbox or a worker, before its exec) still shows the
+        # server's command line for a moment: the server is the one whose parent is not among them.
+        servers = [pid for pid in found if parent_of(pid) not in found]
+        assert len(servers) == 1, (found, servers)
         return servers[0]
 
 
