@@ -39,10 +39,12 @@ TEXT_SYSTEM_PROMPT = (
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
-def text_format(latest_version: int, ran_well: bool) -> str:
+def text_format(latest_version: int, ran_well: bool, whole_file: bool = False) -> str:
     """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
     "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran."""
-    options = [f"one line saying what you change, then {CODE_REPLY}"]
+    # The same code form the turn asked for: a refusal that asked for "the function" after a turn that
+    # asked for the whole file drew half of each from the 1.5B model.
+    options = [f"one line saying what you change, then {WHOLE_FILE_REPLY if whole_file else CODE_REPLY}"]
     if latest_version > 1:
         options.append(f"REVERT v<N> with N from 1 to {latest_version}")
     if ran_well:  # DONE with nothing that ran well was a misfire, twice on one seed
@@ -50,7 +52,7 @@ def text_format(latest_version: int, ran_well: bool) -> str:
     return "Reply with " + "; or ".join(options) + "."
 
 
-def text_nudge(reply: str, latest_version: int, ran_well: bool) -> str:
+def text_nudge(reply: str, latest_version: int, ran_well: bool, whole_file: bool = False) -> str:
     """The answer to a text reply the agent could not use: what was wrong with it, then the format."""
     if "SEARCH" in reply.upper() and "REPLACE" in reply.upper():
         wrong = f"Your edit was not in the form the agent reads. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
@@ -60,7 +62,7 @@ def text_nudge(reply: str, latest_version: int, ran_well: bool) -> str:
         wrong = "No version has run well yet: DONE is early."
     else:
         wrong = "Your reply held no ```python block."
-    return f"{wrong} {text_format(latest_version, ran_well)}"
+    return f"{wrong} {text_format(latest_version, ran_well, whole_file)}"
 
 
 def repeat_hint(

@@ -174,6 +174,7 @@ class StatefulAgent(Agent):
         super().__init__(rc, transcript, run_id, config, progress)
         self.turns, self.latest_version, self.specs = [], 1, {}
         self.current_code, self.changed, self.last_result = "", [], None
+        self.whole_file = False  # the last text turn showed the whole file and asked for it whole
 
     async def run(self) -> AgentResult:
         task = self.config.task
@@ -195,7 +196,8 @@ class StatefulAgent(Agent):
             focus = await self._focus(window) if task.kind == "code" else None
             request_text = task.agent.turn
             if text_mode:
-                request_text = WHOLE_FILE_TURN if focus and shows_whole_file(focus) else TEXT_TURN
+                self.whole_file = focus is not None and shows_whole_file(focus)
+                request_text = WHOLE_FILE_TURN if self.whole_file else TEXT_TURN
             messages = [Message(role="user", text=turn_text(summary, request_text, focus))]
             if text_mode:
                 messages = text_messages(messages[0], window)
@@ -316,9 +318,9 @@ class StatefulAgent(Agent):
             self.refused(kind=reply.kind)
             turn.refused = True
             turn.user.text = (
-                f"{reply.why_not} {text_format(self.latest_version, ran_well)}"
+                f"{reply.why_not} {text_format(self.latest_version, ran_well, self.whole_file)}"
                 if reply.why_not
-                else text_nudge(text, self.latest_version, ran_well)
+                else text_nudge(text, self.latest_version, ran_well, self.whole_file)
             )
             return turn
         if reply.action == "revert":
@@ -362,7 +364,7 @@ class StatefulAgent(Agent):
             self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
         if outcome.ok and tool in CHANGE_TOOLS:
             return result_text(tool, outcome)
-        return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, ran_well)}"
+        return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, ran_well, self.whole_file)}"
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""
