@@ -254,9 +254,16 @@ class TextReply:
 
 
 def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | None = None) -> TextReply:
-    """One text reply against the current train.py; DONE ends the run only once an experiment `ran_well`. Edits win over a revert;
+    """One text reply against the current train.py; DONE ends the run only once an experiment `ran_well`.
+    A reply that opens with REVERT is a revert. Edits win over a revert;
     a python block (new versions of some functions, or a whole file; or one edit with an empty SEARCH)
     over edits."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    if (version := parse_revert(first)) is not None and first.strip("*` ").upper().startswith("REVERT"):
+        # A reply that opens with REVERT means it, whatever follows: Qwen2.5-Coder-1.5B wrote "REVERT v1",
+        # then the crashed version's function again, four times; read as that function, each was refused
+        # as no change.
+        return TextReply("revert", version=version)
     edits = parse_edits(text)
     code = whole_file_edit(edits) if edits else parse_code(text)
     if code is not None:

@@ -269,3 +269,16 @@ def test_done_ends_the_run_only_once_an_experiment_ran_well():
     whole = text_format(latest_version=2, ran_well=False, whole_file=True)
     assert "the whole new train.py" in whole and "one def" not in whole
     assert "the whole new train.py" in text_nudge("hm", latest_version=2, ran_well=False, whole_file=True)
+
+
+def test_a_reply_that_opens_with_revert_is_a_revert_whatever_code_follows():
+    # Qwen2.5-Coder-1.5B's reply on digits-mlp seed 42, word for word but for its last sentence.
+    reply = (
+        "REVERT v1\n\n=======\n\n```python\ndef forward(X):\n    h = np.tanh(X @ W1 + b1)\n"
+        "    p = h @ W2 + b2\n    return h, p / p.sum(axis=1, keepdims=True)\n\n# Rest of the train.py file...\n"
+        "```\n\nIn this new version, I've reverted to the previous version of `forward`."
+    )
+    assert read_text_reply(reply, DIGITS_TRAIN, ran_well=False) == TextReply("revert", version=1)
+    # a revert offered at the end of an edit is still the edit
+    edit = "Double it.\nSEARCH\ntotal += x\n=======\ntotal += 2 * x\n>>>>>>> REPLACE\nor REVERT v1"
+    assert read_text_reply(edit, SOURCE, ran_well=True).action == "edits"
