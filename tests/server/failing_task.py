@@ -5,6 +5,7 @@ import os
 import sys
 from typing import Any
 
+from autoresearch_mcp.server.jobs.executors import WORKER_MAIN
 from autoresearch_mcp.server.tasks.registry import register
 from toy_task import ToyTask
 
@@ -14,8 +15,8 @@ class FailingWorkerTask(ToyTask):
 
 
 def _factory(settings: dict[str, Any]) -> ToyTask:
-    main = sys.modules.get("__main__")
-    if getattr(getattr(main, "__spec__", None), "name", "") == "autoresearch_mcp.server.jobs.worker":
+    # In the local job worker: the process started by executors.WORKER_MAIN.
+    if WORKER_MAIN in sys.orig_argv:
         raise RuntimeError(f"cannot load the task from {os.path.abspath(__file__)}")
     return FailingWorkerTask(settings)
 
