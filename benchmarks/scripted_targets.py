@@ -17,9 +17,9 @@ The full regeneration takes about 40 minutes on 2 cores: run it after a change t
 (the summary, the prompts, the tools), and commit what it writes. CI runs the quick form on every commit:
 it catches a change in the per-turn token shape, iteration by iteration, against the committed runs of
 seed 42. Tokens must agree within --tolerance (default 2%: codeopt's summary carries measured speedups,
-whose digits move with timing noise), the profile lines of a code turn left out of both sides (measured
-times too: which slowest lines are named moves with the load); the best F1 of the HPO studies within
-0.002.
+whose digits move with timing noise), the profile lines and the quoted functions of a code turn left out
+of both sides (which slowest lines are named, and which function is hottest, move with the load); the
+best F1 of the HPO studies within 0.002.
 """
 
 import argparse
@@ -106,7 +106,7 @@ def run_quick(out: Path, covtype: Path, tolerance: float) -> list[str]:
         for mode in [m for m in MODES if any(r["mode"] == m for r in committed["runs"])]:
             new, old = (_per_iteration(r, mode, seed, iterations) for r in (fresh, committed))
             for rows, folder in ((new, out / study), (old, COMMITTED / study)):
-                _without_profile_lines(rows, folder / "transcripts" / f"{mode}-{seed}.jsonl.gz")
+                _without_measured_parts(rows, folder / "transcripts" / f"{mode}-{seed}.jsonl.gz")
             found += _row_differences(
                 f"{study} seed {seed} {mode}", new, old, study.startswith("hpo"), tolerance
             )
@@ -115,20 +115,26 @@ def run_quick(out: Path, covtype: Path, tolerance: float) -> list[str]:
 
 # A code task's turn carries the profile of the current version: measured times whose digits, and the
 # slowest lines named, move with the machine's load as the speedups do (one line more or less: ~40
-# tokens). The quick check compares the rest of each request, which is the shape it is about.
-PROFILE_LINES = re.compile(r"^(?:Time by function: |Slowest lines of ).*$", re.MULTILINE)
+# tokens). The function(s) shown follow the profile's hottest one, so which function a turn quotes (and
+# its length) moves with the load too. The quick check compares the rest of each request, which is the
+# shape it is about: the summary, the history, the prompts and the tools.
+MEASURED_PARTS = re.compile(
+    r"^(?:Time by function: |Slowest lines of |train\.py defines: )[^\n]*$"
+    r"|^\w+ \([\w./-]+ lines \d+-\d+\):(?: as in your reply below\.|\n```python\n.*?\n```)$",
+    re.MULTILINE | re.DOTALL,
+)
 SENT_KEYS = ("context_tokens", "symmetric_tokens", "full_tokens", "cache_weighted_tokens")
 
 
-def _without_profile_lines(rows: list[dict[str, Any]], transcript: Path) -> None:
-    """Take the tokens of each call's profile lines off its iteration's row (one call per iteration,
-    as the scripted double makes them; rows are left as they are otherwise)."""
+def _without_measured_parts(rows: list[dict[str, Any]], transcript: Path) -> None:
+    """Take the tokens of each call's profile lines and quoted functions off its iteration's row (one
+    call per iteration, as the scripted double makes them; rows are left as they are otherwise)."""
     records = load_transcript(transcript) if transcript.is_file() else []
     if len(records) < len(rows):
         return
     for row, record in zip(rows, records, strict=False):
         sent = "\n".join(m.get("text") or "" for m in record["request"]["messages"])
-        measured = sum(count(line) + 1 for line in PROFILE_LINES.findall(sent))
+        measured = sum(count(part) + 1 for part in MEASURED_PARTS.findall(sent))
         for key in SENT_KEYS:
             row[key] -= measured
 

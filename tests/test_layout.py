@@ -3,6 +3,7 @@
 import argparse
 import ast
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,22 @@ def test_a_bad_plugin_setting_is_refused_at_start_naming_the_flag_or_the_variabl
     monkeypatch.delenv("AUTORESEARCH_CUBE_WALL_S")
     with pytest.raises(ResearchError, match="--task-setting cube_wal_s: no registered task declares"):
         serve_settings("--db", db, "--task-setting", "cube_wal_s=9")
+
+
+def test_every_package_in_the_source_tree_is_one_the_install_ships():
+    """A package missing from pyproject's list reaches a `pip install .` only by setuptools' deprecated
+    "would be ignored" fallback, with a warning on every install (the folder tasks did, until this test)."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {name: Path(folder) for name, folder in setuptools["package-dir"].items()}
+
+    def folder_of(package: str) -> Path:
+        base = max((n for n in folders if package == n or package.startswith(n + ".")), key=len)
+        return folders[base].joinpath(*package[len(base) :].split(".")[1:])
+
+    shipped = {folder_of(p) for p in setuptools["packages"]}
+    in_tree = {
+        init.parent.relative_to(ROOT)
+        for top in set(folders.values())
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert in_tree - shipped == set()
