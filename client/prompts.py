@@ -24,8 +24,9 @@ CODE_REPLY = (
     "or SEARCH/REPLACE edits"
 )
 TEXT_TURN = f"Next? One line on what you change, then {CODE_REPLY}."
-# When the turn shows the whole (short) file: asked for "the function", the model wrote a new one.
-WHOLE_FILE_REPLY = "the whole new train.py in one ```python block, or SEARCH/REPLACE edits"
+# When the turn shows the whole (short) file: asked for "the function", the model wrote a new one;
+# offered edits as well, it mixed both forms in one reply (edits are still read when sent).
+WHOLE_FILE_REPLY = "the whole new train.py in one ```python block"
 WHOLE_FILE_TURN = f"Next? One line on what you change, then {WHOLE_FILE_REPLY}."
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (

@@ -210,11 +210,27 @@ def function_versions(
         return None
     existing = {f.name for f in all_functions(current, files)}
     names = [f.name for f in defs]
-    if not set(names) <= existing or existing <= set(names) or len(set(names)) != len(names):
+    if not set(names) <= existing or len(set(names)) != len(names):
         return None
+    if existing <= set(names) and _only_definitions(current):
+        return None  # every function of a file that holds nothing else: the whole file
     lines = code.splitlines()
     header = "".join("\n".join(lines[node.lineno - 1 : node.end_lineno]) + "\n" for node in imports)
     return [(f.name, (header if i == 0 else "") + f.source) for i, f in enumerate(defs)]
+
+
+def _only_definitions(source: str) -> bool:
+    """Whether a file holds only imports, functions, classes and its docstring (no code at module level:
+    digits-mlp's train.py trains in a loop there, and a block with its one function is not all of it)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    kinds = ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    docstring = (
+        [0] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else []
+    )
+    return all(isinstance(node, kinds) for i, node in enumerate(body) if i not in docstring)
 
 
 def parse_code(text: str) -> str | None:
@@ -244,7 +260,7 @@ class TextReply:
     """What a text-protocol reply asks for: edits, a whole new file (source), a revert, DONE, or nothing
     the agent can use (refused, with why when the reply itself was wrong)."""
 
-    action: Literal["edits", "source", "functions", "revert", "done", "refused"]
+    action: Literal["edits", "source", "functions", "revert", "done", "refused", "none"]
     edits: list[tuple[str, str]] | None = None
     source: str | None = None
     functions: list[tuple[str, str]] | None = None  # (name, new definition) for replace_function
@@ -255,28 +271,22 @@ class TextReply:
 
 def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | None = None) -> TextReply:
     """One text reply against the current train.py; DONE ends the run only once an experiment `ran_well`.
-    A reply that opens with REVERT is a revert. Edits win over a revert;
-    a python block (new versions of some functions, or a whole file; or one edit with an empty SEARCH)
-    over edits."""
+    A reply that opens with REVERT is a revert, unless the code it holds would change train.py. Edits win
+    over a revert; a python block (new versions of some functions, or a whole file; or one edit with an
+    empty SEARCH) over edits."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     if (version := parse_revert(first)) is not None and first.strip("*` ").upper().startswith("REVERT"):
-        # A reply that opens with REVERT means it, whatever follows: Qwen2.5-Coder-1.5B wrote "REVERT v1",
-        # then the crashed version's function again, four times; read as that function, each was refused
-        # as no change.
+        # "REVERT v1" then the current version's function again (Qwen2.5-Coder-1.5B, four times) is a
+        # revert: read as that function, each was refused as no change. "REVERT v2" then a whole new
+        # train.py while v2 was current (five times) is the new file: read as a revert, each changed
+        # nothing, and the model gave up.
+        code = _code_reply(text, current, files)
+        if code.action in ("source", "functions") and _changes(code, current, files):
+            return code
         return TextReply("revert", version=version)
     edits = parse_edits(text)
-    code = whole_file_edit(edits) if edits else parse_code(text)
-    if code is not None:
-        why_not = cut_off(code, current)
-        if why_not is not None:
-            return TextReply("refused", why_not=why_not, kind="cut_off_code")
-        functions = function_versions(code, current, files)
-        if functions is not None:
-            return TextReply("functions", functions=functions)
-        why_not = part_of_file(code, current, files)
-        if why_not is not None:
-            return TextReply("refused", why_not=why_not, kind="part_of_file")
-        return TextReply("source", source=code)
+    if (code := _code_reply(text, current, files, edits)).action != "none":
+        return code
     if edits is not None:
         if any(not search.strip() for search, _ in edits):
             # Refused here: the server's answer ("edits.0.search: String should have at least 1
@@ -290,3 +300,35 @@ def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | 
     if says_done(text) and ran_well:
         return TextReply("done")
     return TextReply("refused", kind="unparsed_reply")
+
+
+def _code_reply(
+    text: str, current: str, files: list[str] | None, edits: list[tuple[str, str]] | None = None
+) -> TextReply:
+    """What the reply's python block is: new versions of functions, a whole file, a refusal saying why it
+    is neither, or (action "none") no code at all."""
+    code = whole_file_edit(edits) if edits else parse_code(text)
+    if code is None:
+        return TextReply("none")
+    why_not = cut_off(code, current)
+    if why_not is not None:
+        return TextReply("refused", why_not=why_not, kind="cut_off_code")
+    functions = function_versions(code, current, files)
+    if functions is not None:
+        return TextReply("functions", functions=functions)
+    why_not = part_of_file(code, current, files)
+    if why_not is not None:
+        return TextReply("refused", why_not=why_not, kind="part_of_file")
+    return TextReply("source", source=code)
+
+
+def _changes(reply: TextReply, current: str, files: list[str] | None) -> bool:
+    """Whether a whole file or new function versions differ from the current train.py."""
+    if reply.source is not None:
+        return _normal(reply.source) != _normal(current)
+    now = {f.name: _normal(f.source) for f in all_functions(current, files)}
+    return any(now.get(name) != _normal(source) for name, source in reply.functions or [])
+
+
+def _normal(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip("\n").splitlines() if line.strip())

@@ -271,14 +271,39 @@ def test_done_ends_the_run_only_once_an_experiment_ran_well():
     assert "the whole new train.py" in text_nudge("hm", latest_version=2, ran_well=False, whole_file=True)
 
 
-def test_a_reply_that_opens_with_revert_is_a_revert_whatever_code_follows():
-    # Qwen2.5-Coder-1.5B's reply on digits-mlp seed 42, word for word but for its last sentence.
+def test_a_reply_that_opens_with_revert_is_a_revert_when_its_code_is_the_current_version_already():
+    # Qwen2.5-Coder-1.5B's reply on digits-mlp seed 42, word for word but for its last sentence: its
+    # forward is the one train.py v2 (current, crashed) has, so only the revert changes anything.
+    crashed_forward = "def forward(X):\n    h = np.tanh(X @ W1 + b1)\n    p = h @ W2 + b2\n    return h, p / p.sum(axis=1, keepdims=True)\n"
+    original_forward = DIGITS_TRAIN[DIGITS_TRAIN.index("def forward") : DIGITS_TRAIN.index("\n\n\nbudget")]
+    v2 = DIGITS_TRAIN.replace(original_forward, crashed_forward.rstrip("\n"))
     reply = (
-        "REVERT v1\n\n=======\n\n```python\ndef forward(X):\n    h = np.tanh(X @ W1 + b1)\n"
-        "    p = h @ W2 + b2\n    return h, p / p.sum(axis=1, keepdims=True)\n\n# Rest of the train.py file...\n"
+        "REVERT v1\n\n=======\n\n```python\n" + crashed_forward + "\n# Rest of the train.py file...\n"
         "```\n\nIn this new version, I've reverted to the previous version of `forward`."
     )
-    assert read_text_reply(reply, DIGITS_TRAIN, ran_well=False) == TextReply("revert", version=1)
-    # a revert offered at the end of an edit is still the edit
+    assert read_text_reply(reply, v2, ran_well=False) == TextReply("revert", version=1)
+    assert read_text_reply("REVERT v1", v2, ran_well=False) == TextReply("revert", version=1)
+
+
+def test_a_reply_that_opens_with_revert_and_holds_a_new_whole_file_is_that_file():
+    # digits-mlp seed 123: "REVERT v2" while v2 was current, then a whole train.py that differs from it,
+    # five times; read as reverts, each changed nothing.
+    new_file = DIGITS_TRAIN.replace("HIDDEN = 32", "HIDDEN = 64")
+    reply = f"REVERT v2\n\nDouble the hidden layer.\n```python\n{new_file}```"
+    assert read_text_reply(reply, DIGITS_TRAIN, ran_well=True) == TextReply("source", source=new_file)
+    # the same file as the current one: the revert is all the reply can mean
+    same = f"REVERT v1\n```python\n{DIGITS_TRAIN}```"
+    assert read_text_reply(same, DIGITS_TRAIN, ran_well=True) == TextReply("revert", version=1)
+
+
+def test_an_edit_offering_a_revert_at_its_end_is_the_edit():
     edit = "Double it.\nSEARCH\ntotal += x\n=======\ntotal += 2 * x\n>>>>>>> REPLACE\nor REVERT v1"
     assert read_text_reply(edit, SOURCE, ran_well=True).action == "edits"
+
+
+def test_a_block_with_the_one_function_of_a_file_that_trains_at_module_level_is_that_function():
+    # digits-mlp's train.py has one function and its training loop at module level: a block holding
+    # only a new forward is forward's new version, not a 6-line whole file.
+    forward = "def forward(X):\n    h = np.maximum(X @ W1 + b1, 0)\n    return h, h @ W2 + b2\n"
+    reply = read_text_reply(f"ReLU.\n```python\n{forward}```", DIGITS_TRAIN, ran_well=True)
+    assert reply == TextReply("functions", functions=[("forward", forward)])

@@ -18,7 +18,7 @@ from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks.folder.child import TRACED_EVENTS, booted
 from autoresearch_mcp.server.tasks.folder.spec import load_folder
-from autoresearch_mcp.server.tasks.folder.task import parse_metrics
+from autoresearch_mcp.server.tasks.folder.task import folder_task_class, parse_metrics
 from autoresearch_mcp.server.tasks.profiles import exception_line, failing_line
 from folder_fixture import folder_files, make_folder
 
@@ -372,3 +372,20 @@ def test_a_crash_headline_names_the_exception_after_the_failing_line():
     assert failing_line(stderr, ("train.py",)) == "line 5: from keras.models import Sequential"
     assert exception_line(stderr) == "ModuleNotFoundError: No module named 'keras'"
     assert exception_line("some output\nno exception here\n") is None
+
+
+def test_a_code_folder_that_does_not_profile_asks_the_model_for_the_whole_file_not_for_edits(tmp_path):
+    """No profile, no hot function: the file is the unit (offered functions, edits and whole files,
+    Qwen2.5-Coder-1.5B mixed the three in one reply). A profiled folder keeps all three forms."""
+    plain = folder_task_class(
+        make_folder(tmp_path / "a", script=PROFILED_SCRIPT, extra='work = "code"\nprofile = false')
+    )({})
+    profiled = folder_task_class(make_folder(tmp_path / "b", script=PROFILED_SCRIPT, extra='work = "code"'))(
+        {}
+    )
+    words = plain.agent_profile()
+    assert "the whole new train.py in one ```python block" in words.text_system_prompt
+    assert "SEARCH" not in words.text_system_prompt and "spends its time" not in words.text_system_prompt
+    assert "profile_train_py" not in words.how
+    assert "SEARCH" in profiled.agent_profile().text_system_prompt
+    assert "profile_train_py" in profiled.agent_profile().how

@@ -63,10 +63,29 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
         )
     files = ", ".join(editable)
     shown = "train.py" if editable == ["train.py"] else f"train.py (here: {files})"
-    turn_shows = (
-        f"Each turn shows the run's summary, where the script spends its time, and the code to work on "
-        f"(the hottest function of {shown}, or the one that just failed; a short file whole)."
-    )
+    if spec.task.profile:
+        turn_shows = (
+            f"Each turn shows the run's summary, where the script spends its time, and the code to work "
+            f"on (the hottest function of {shown}, or the one that just failed; a short file whole)."
+        )
+        text_reply = (
+            "Reply with one line saying what you change and why, then a function's whole new version in "
+            "one ```python block (one def, the same name and parameters; import lines above it go to the "
+            f"top of its file), or edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n(or the whole new file "
+            "in one ```python block)."
+        )
+    else:
+        # Nothing singles out a function (no profile): the file is the unit. Offered functions, edits
+        # and whole files on digits-mlp, Qwen2.5-Coder-1.5B mixed the three forms in one reply; the
+        # stateless baseline, asked for the whole file only, sent whole files. Edits still work.
+        turn_shows = (
+            f"Each turn shows the run's summary and the code to work on ({shown} whole while it is "
+            "short, or the function that just failed)."
+        )
+        text_reply = (
+            "Reply with one line saying what you change and why, then the whole new train.py in one "
+            "```python block (or, when a turn shows one function, its whole new version)."
+        )
     return AgentProfile(
         system_prompt=(
             f"You improve a training script autonomously, one change per reply. The task: {about} The "
@@ -79,18 +98,16 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
             "<reason>."
         ),
         tools=["replace_function", "modify_train_py", "revert_train_py"],
-        how=f"Call profile_train_py to see where the script spends its time, change {files} with "
-        "replace_function or modify_train_py (small search/replace edits), then call run_benchmark: it "
+        how=("Call profile_train_py to see where the script spends its time, c" if spec.task.profile else "C")
+        + f"hange {files} with replace_function or modify_train_py (small search/replace edits), then "
+        "call run_benchmark: it "
         "runs the script and records the metric it prints. Revert with revert_train_py when a change "
         "crashed or was worse.",
         benchmark_after_edit=True,
         turn="Next?",
         text_system_prompt=(
             f"You improve a training script autonomously. The task: {about} The metric is {task.metric} "
-            f"({goal} is better); the script prints it. {turn_shows} Reply with one line saying what "
-            "you change and why, then a function's whole new version in one ```python block (one def, "
-            "the same name and parameters; import lines above it go to the top of its file), or edits. "
-            f"{EDIT_RULE}, for example:\n{EDIT_FORM}\n(or the whole new file in one ```python block). "
+            f"({goal} is better); the script prints it. {turn_shows} {text_reply} "
             "Each new version is run at once. If a version crashed or was worse, reply REVERT v<N> to go "
             "back to version N. When no idea is left, reply DONE: <reason>."
         ),
