@@ -233,12 +233,18 @@ def _only_definitions(source: str) -> bool:
     return all(isinstance(node, kinds) for i, node in enumerate(body) if i not in docstring)
 
 
+CODE_MARKER = re.compile(r"^CODE:", re.MULTILINE)
+PROMPT_LABEL = re.compile(r"^(?:Benchmark:|=== Iteration \d+)", re.MULTILINE)
+
+
 def parse_code(text: str) -> str | None:
-    """The proposed source: after `CODE:` (fenced or not), else the last fenced python block holding a
-    `def` (small models often drop the marker and answer with a plain code block)."""
-    marker = text.find("CODE:")
-    if marker >= 0:
-        body = text[marker + len("CODE:") :].strip("\n")
+    """The proposed source: after `CODE:` at the start of a line (fenced or not), else the last fenced
+    python block holding a `def` (small models often drop the marker and answer with a plain code block).
+    A marker elsewhere is not one: the 1.5B model echoed "Reply with CODE: and the complete file." after
+    its block, or opened the block with `# CODE:`, and the prose after either was taken for the code."""
+    found = CODE_MARKER.search(text)
+    if found is not None:
+        body = text[found.end() :].strip("\n")
         if "```" in body:
             body = _fenced_blocks(body)[0] if _fenced_blocks(body) else body.replace("```", "")
     else:
@@ -246,6 +252,10 @@ def parse_code(text: str) -> str | None:
         if not blocks:
             return None
         body = blocks[-1]
+    # The stateless prompt lists each version as `Code:`, the code, `Benchmark:`, its result, unfenced;
+    # Qwen2.5-Coder-1.5B ended 8 of 9 whole files with "Benchmark:" (and "Not run yet."), each refused
+    # as invalid syntax. No Python line is a bare label at column 0, so the code ends there.
+    body = PROMPT_LABEL.split(body, maxsplit=1)[0]
     body = body.strip("\n") + "\n"
     return body if body.strip() else None
 

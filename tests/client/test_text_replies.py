@@ -307,3 +307,22 @@ def test_a_block_with_the_one_function_of_a_file_that_trains_at_module_level_is_
     forward = "def forward(X):\n    h = np.maximum(X @ W1 + b1, 0)\n    return h, h @ W2 + b2\n"
     reply = read_text_reply(f"ReLU.\n```python\n{forward}```", DIGITS_TRAIN, ran_well=True)
     assert reply == TextReply("functions", functions=[("forward", forward)])
+
+
+def test_a_whole_file_that_ends_with_the_stateless_prompts_own_labels_ends_before_them():
+    # Qwen2.5-Coder-1.5B, digits-mlp seed 42, stateless: 8 of 9 files ended so, each refused as invalid
+    # syntax at the label's line.
+    reply = f"Code:\n```python\n{DIGITS_TRAIN.rstrip()}\nBenchmark:\nNot run yet.\n```"
+    assert parse_code(reply) == DIGITS_TRAIN.rstrip() + "\n"
+    echoed = f"CODE:\n{DIGITS_TRAIN.rstrip()}\nBenchmark:\n=== Iteration 2 (crash) ===\nCode:\n"
+    assert parse_code(echoed) == DIGITS_TRAIN.rstrip() + "\n"
+
+
+def test_code_marker_counts_only_at_the_start_of_a_line():
+    # digits-mlp seed 42, stateless: the prompt's request echoed after the block, and a `# CODE:` comment
+    # opening it; the prose after either was read as the file.
+    block = f"```python\n{DIGITS_TRAIN.rstrip()}\n```"
+    assert parse_code(f"Here it is:\n\n{block}\nReply with CODE: and the complete file.") == DIGITS_TRAIN
+    commented = f"```python\n# CODE:\n\n{DIGITS_TRAIN.rstrip()}\n```\nThis script now includes more."
+    assert parse_code(commented) == f"# CODE:\n\n{DIGITS_TRAIN}"
+    assert parse_code(f"CODE:\n{block}") == DIGITS_TRAIN
