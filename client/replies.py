@@ -253,7 +253,7 @@ def parse_code(text: str) -> str | None:
             return None
         body = blocks[-1]
     # The stateless prompt lists each version as `Code:`, the code, `Benchmark:`, its result, unfenced;
-    # Qwen2.5-Coder-1.5B ended 8 of 9 whole files with "Benchmark:" (and "Not run yet."), each refused
+    # Qwen2.5-Coder-1.5B ended 6 of 10 whole files with "Benchmark:" (and "Not run yet."), each refused
     # as invalid syntax. No Python line is a bare label at column 0, so the code ends there.
     body = PROMPT_LABEL.split(body, maxsplit=1)[0]
     body = body.strip("\n") + "\n"
@@ -268,7 +268,8 @@ def _fenced_blocks(text: str) -> list[str]:
 @dataclass(frozen=True)
 class TextReply:
     """What a text-protocol reply asks for: edits, a whole new file (source), a revert, DONE, or nothing
-    the agent can use (refused, with why when the reply itself was wrong)."""
+    the agent can use (refused, with why when the reply itself was wrong); "none" only inside the reader
+    (no code at all)."""
 
     action: Literal["edits", "source", "functions", "revert", "done", "refused", "none"]
     edits: list[tuple[str, str]] | None = None
