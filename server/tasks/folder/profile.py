@@ -86,6 +86,11 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
             "Reply with one line saying what you change and why, then the whole new train.py in one "
             "```python block (or, when a turn shows one function, its whole new version)."
         )
+    look = (
+        "Call profile_train_py to see where the script spends its time, change"
+        if spec.task.profile
+        else "Change"
+    )
     return AgentProfile(
         system_prompt=(
             f"You improve a training script autonomously, one change per reply. The task: {about} The "
@@ -98,10 +103,8 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
             "<reason>."
         ),
         tools=["replace_function", "modify_train_py", "revert_train_py"],
-        how=("Call profile_train_py to see where the script spends its time, c" if spec.task.profile else "C")
-        + f"hange {files} with replace_function or modify_train_py (small search/replace edits), then "
-        "call run_benchmark: it "
-        "runs the script and records the metric it prints. Revert with revert_train_py when a change "
+        how=f"{look} {files} with replace_function or modify_train_py (small search/replace "
+        "edits), then call run_benchmark: it runs the script and records the metric it prints. Revert with revert_train_py when a change "
         "crashed or was worse.",
         benchmark_after_edit=True,
         turn="Next?",
