@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import ContextWindowError, LLMRequest, LLMResponse, billed_input
 from autoresearch_mcp.client.meter import Transcript, input_tokens
-from autoresearch_mcp.client.prompts import repeat_hint
+from autoresearch_mcp.client.prompts import early_done_text, repeat_hint
 from autoresearch_mcp.contract.arguments import FinishRunArgs
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
@@ -173,6 +173,18 @@ class Agent:
         # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
         # call or no parsable proposal, arguments that are not JSON, a tool not offered).
         self.refusals: Counter[str] = Counter()
+        self.done_questioned = False  # a DONE with most of the budget left is questioned once a run
+
+    def early_done(self, run: Run) -> str | None:
+        """What the model is told of a DONE sent while more than half the budget is left, the first time
+        only (autoresearch loops are meant to keep going; a small model gives up after one good
+        version); None: the DONE ends the run. Counted as an "early_done" refusal."""
+        left = run.budget - run.used
+        if self.done_questioned or 2 * left <= run.budget:
+            return None
+        self.done_questioned = True
+        self.refused(kind="early_done")
+        return early_done_text(left, run.budget)
 
     def refusal_text(self, tool: str, outcome: ToolOutcome, sent: dict[str, Any]) -> str:
         """What the model is told of a refused call: the server's message, and after an exact repeat a

@@ -15,6 +15,7 @@ from autoresearch_mcp.contract.models import Experiment, TaskInfo
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 
+NUDGE_TOOL = "Call a tool for the next experiment."
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
 # What a text reply with code is: "Next?" alone drew status reports ("Done: the sorting was
 # replaced...") from Qwen2.5-Coder-1.5B instead of code. Copying the whole 148-line train.py it dropped
@@ -233,6 +234,11 @@ def stateless_code(
     ]
     tail = [*([profile] if profile else []), *([feedback] if feedback else []), words.reply]
     return _assemble(head, rows, tail)
+
+
+def early_done_text(left: int, budget: int) -> str:
+    """The answer to a DONE with more than half the budget left (Agent.early_done)."""
+    return f"DONE is early: {left} of {budget} experiments are left. Try an idea you have not tried yet."
 
 
 def refusal_feedback(reason: str) -> str:

@@ -35,6 +35,7 @@ from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import (
     NO_EXPERIMENT_YET,
     NUDGE,
+    NUDGE_TOOL,
     TEXT_SYSTEM_PROMPT,
     TEXT_TURN,
     WHOLE_FILE_TURN,
@@ -53,7 +54,7 @@ from autoresearch_mcp.contract.code_focus import (
 )
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
-from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
+from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult, Run
 from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolName
 
 # The changes of train.py the agent benchmarks at once, where the task's profile says so.
@@ -220,7 +221,7 @@ class StatefulAgent(Agent):
                 break
             assistant = Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
             if text_mode:
-                outcome = await self._text_step(assistant, run.best is not None)
+                outcome = await self._text_step(assistant, run)
                 if isinstance(outcome, Turn):
                     self.turns.append(outcome)
                     continue
@@ -230,8 +231,18 @@ class StatefulAgent(Agent):
                 # A DONE before anything ran well is a misfire (small models do this), not a decision:
                 # Qwen2.5-Coder-1.5B ended a 15-experiment run after one crash, "after the 14th run".
                 if says_done(response.text) and run.best is not None:
-                    stop = ("llm-done", response.text.strip()[:300])
-                    break
+                    question = self.early_done(run)
+                    if question is None:
+                        stop = ("llm-done", response.text.strip()[:300])
+                        break
+                    self.turns.append(
+                        Turn(
+                            assistant=assistant,
+                            user=Message(role="user", text=f"{question} {NUDGE_TOOL}"),
+                            refused=True,
+                        )
+                    )
+                    continue
                 self.failures += 1
                 self.refused(kind="no_tool_call")
                 nudge = NUDGE if run.used > 0 else NO_EXPERIMENT_YET
@@ -303,16 +314,22 @@ class StatefulAgent(Agent):
         turn.user = Message(role="user", tool_results=results)
         return turn
 
-    async def _text_step(self, assistant: Message, ran_well: bool) -> "Turn | tuple[StopReason, str]":
+    async def _text_step(self, assistant: Message, run: Run) -> "Turn | tuple[StopReason, str]":
         """A code task answered in text: SEARCH/REPLACE edits or the whole file in a python block (sent
         as modify_train_py's edits or source, unchanged, then benchmarked), `REVERT v<N>`, or DONE. The
         model's words become the version's description."""
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
         files = self.config.task.files if len(self.config.task.files) > 1 else None
+        ran_well = run.best is not None
         reply = read_text_reply(text, self.current_code, ran_well, files)
         if reply.action == "done":
-            return ("llm-done", text.strip()[:300])
+            question = self.early_done(run)
+            if question is None:
+                return ("llm-done", text.strip()[:300])
+            turn.refused = True  # DONE is not offered again in this answer: it was just questioned
+            turn.user.text = f"{question} {text_format(self.latest_version, False, self.whole_file)}"
+            return turn
         if reply.action == "refused":
             self.failures += 1
             self.refused(kind=reply.kind)

@@ -35,7 +35,7 @@ from autoresearch_mcp.client.prompts import (
 from autoresearch_mcp.client.replies import function_versions, parse_code, parse_json_object, says_done
 from autoresearch_mcp.contract.arguments import GetCurrentTrainPyArgs, RunBenchmarkArgs, RunExperimentArgs
 from autoresearch_mcp.contract.code_focus import lines_line, time_line
-from autoresearch_mcp.contract.models import Experiment, ExperimentResult
+from autoresearch_mcp.contract.models import Experiment, ExperimentResult, Run
 from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.contract.tools import ToolName
 
@@ -109,9 +109,9 @@ class StatelessAgent(Agent):
                 stop = exc.stop
                 break
             if code_task:
-                stop = await self._code_step(response.text)
+                stop = await self._code_step(response.text, run)
             else:
-                stop = await self._hpo_step(response.text)
+                stop = await self._hpo_step(response.text, run)
         return await finish(self.rc, self.run_id, self.mode, stop, self.calls, self.transcript, self.refusals)
 
     def _unused(self, reason: str, outcome: ToolOutcome | None = None, kind: str | None = None) -> None:
@@ -121,11 +121,20 @@ class StatelessAgent(Agent):
         self.refused(outcome, kind=kind)
         self.feedback = refusal_feedback(reason)
 
-    async def _hpo_step(self, text: str) -> tuple[StopReason, str] | None:
+    def _done(self, text: str, run: Run) -> tuple[StopReason, str] | None:
+        """A DONE after something ran well: the end of the run, unless it is early (Agent.early_done).
+        The strong baseline is told why its reply was not used; the paper's is asked again unchanged."""
+        question = self.early_done(run)
+        if question is None:
+            return ("llm-done", text.strip()[:300])
+        self.feedback = refusal_feedback(question)
+        return None
+
+    async def _hpo_step(self, text: str, run: Run) -> tuple[StopReason, str] | None:
         params = parse_json_object(text)
         if params is None:
             if says_done(text) and self.ran_well:
-                return ("llm-done", text.strip()[:300])
+                return self._done(text, run)
             self._unused("it held no JSON object of hyperparameters.", kind="unparsed_reply")
             return None
         if isinstance(params.get("params"), dict):
@@ -146,11 +155,11 @@ class StatelessAgent(Agent):
             return ""
         return " ".join(part for part in (time_line(self.profile), lines_line(self.profile)) if part)
 
-    async def _code_step(self, text: str) -> tuple[StopReason, str] | None:
+    async def _code_step(self, text: str, run: Run) -> tuple[StopReason, str] | None:
         code = parse_code(text)
         if code is None:
             if says_done(text) and self.ran_well:
-                return ("llm-done", text.strip()[:300])
+                return self._done(text, run)
             self._unused("it held no code (CODE: and a complete function or file).", kind="unparsed_reply")
             return None
         iteration = len(self.versions)
