@@ -25,7 +25,7 @@ from typing import Any
 
 import optuna
 
-from autoresearch_mcp.client.llm.scripted import ParamSpace
+from autoresearch_mcp.client.llm.scripted_params import ParamSpace
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store

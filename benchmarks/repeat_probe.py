@@ -45,7 +45,8 @@ from autoresearch_mcp.client.llm.base import (
 from autoresearch_mcp.client.llm.openai_backend import OpenAILLM
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.prompts import repeat_hint
-from autoresearch_mcp.client.stateful import StatefulAgent, Turn
+from autoresearch_mcp.client.stateful import StatefulAgent
+from autoresearch_mcp.client.window import Turn
 from autoresearch_mcp.contract.arguments import RunExperimentArgs, StartRunArgs
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.transcript import load_transcript

@@ -22,6 +22,7 @@ from autoresearch_mcp.client.check import (
     check,
     finish,
 )
+from autoresearch_mcp.client.code_blocks import function_versions, parse_code
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
 from autoresearch_mcp.client.meter import Transcript
@@ -32,7 +33,7 @@ from autoresearch_mcp.client.prompts import (
     stateless_code,
     stateless_hpo,
 )
-from autoresearch_mcp.client.replies import function_versions, parse_code, parse_json_object, says_done
+from autoresearch_mcp.client.replies import parse_json_object, says_done
 from autoresearch_mcp.contract.arguments import GetCurrentTrainPyArgs, RunBenchmarkArgs, RunExperimentArgs
 from autoresearch_mcp.contract.code_focus import lines_line, time_line
 from autoresearch_mcp.contract.models import Experiment, ExperimentResult, Run

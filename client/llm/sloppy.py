@@ -13,7 +13,8 @@ import textwrap
 from typing import Any
 
 from autoresearch_mcp.client.llm.base import LLMRequest, LLMResponse, ToolCall, ToolSpec
-from autoresearch_mcp.client.llm.scripted import ParamSpace, ScriptedLLM, parse_best, request_text
+from autoresearch_mcp.client.llm.scripted import ScriptedLLM
+from autoresearch_mcp.client.llm.scripted_params import ParamSpace, parse_best, request_text
 from autoresearch_mcp.contract.tools import ToolName
 
 PARAMS_HABITS = ("copy_best", "flat_params")

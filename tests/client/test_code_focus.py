@@ -4,8 +4,9 @@ block of some functions becomes replace_function calls (client/replies.py)."""
 
 from pathlib import Path
 
+from autoresearch_mcp.client.code_blocks import function_versions
 from autoresearch_mcp.client.prompts import WHOLE_FILE_TURN
-from autoresearch_mcp.client.replies import function_versions, read_text_reply
+from autoresearch_mcp.client.replies import read_text_reply
 from autoresearch_mcp.contract.code_focus import (
     Failure,
     changed_functions,

@@ -11,7 +11,7 @@ import pytest
 
 from autoresearch_mcp.cli import main
 from autoresearch_mcp.client.check import AgentResult
-from autoresearch_mcp.client.compare import crossover, run_record, summarise
+from autoresearch_mcp.client.compare_results import crossover, run_record, summarise
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.contract.models import Run
 

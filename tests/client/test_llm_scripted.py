@@ -13,7 +13,8 @@ from autoresearch_mcp.client.llm import (
     ToolSpec,
     make_llm,
 )
-from autoresearch_mcp.client.llm.scripted import ParamSpace, ScriptedLLM, parse_best
+from autoresearch_mcp.client.llm.scripted import ScriptedLLM
+from autoresearch_mcp.client.llm.scripted_params import ParamSpace, parse_best
 from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
 from autoresearch_mcp.server.tasks.registry import make_task
 from conftest import scripted_llm

@@ -5,15 +5,10 @@ from pathlib import Path
 
 import pytest
 
+from autoresearch_mcp.client.code_blocks import cut_off, parse_code
 from autoresearch_mcp.client.prompts import text_format, text_nudge
-from autoresearch_mcp.client.replies import (
-    TextReply,
-    cut_off,
-    parse_code,
-    parse_edits,
-    read_text_reply,
-    whole_file_edit,
-)
+from autoresearch_mcp.client.replies import TextReply, read_text_reply
+from autoresearch_mcp.client.search_replace import parse_edits, whole_file_edit
 from autoresearch_mcp.contract.edits import EditError, apply_edits
 
 AIDER = """Read the records in place.

@@ -11,7 +11,7 @@ import pytest
 from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client import check
 from autoresearch_mcp.client.check import Agent, AgentConfig, AgentResult, TokenBudgetStop
-from autoresearch_mcp.client.compare import budget_record
+from autoresearch_mcp.client.compare_results import budget_record
 from autoresearch_mcp.client.llm.base import (
     LLM,
     LLMRequest,
