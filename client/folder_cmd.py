@@ -22,6 +22,7 @@ from autoresearch_mcp.client.connect import ResearchClient
 from autoresearch_mcp.client.inspect_cmd import add_server_arguments, resolve_run, server_for
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.files import unpack
+from autoresearch_mcp.contract.tools import Uri
 
 SPEC_FILE = "autoresearch.toml"
 LOWER_IS_BETTER = ("loss", "error", "err", "mse", "mae", "rmse", "perplexity", "ppl", "time", "seconds", "ms")
@@ -236,7 +237,7 @@ async def _apply(args: argparse.Namespace) -> int:
 
 
 async def version_source(rc: ResearchClient, run_id: str, version: int) -> str:
-    uri = f"autoresearch://runs/{run_id}/versions/{version}"
+    uri = Uri.VERSION.of(run_id=run_id, version=version)
     try:
         contents = (await rc.client.read_resource(uri)).contents
     except Exception as exc:  # the SDK's MCPError: an unknown version

@@ -10,7 +10,6 @@ import re
 import tempfile
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args
 
@@ -20,6 +19,7 @@ from autoresearch_mcp.client.agent_args import whole_number
 from autoresearch_mcp.client.connect import ResearchClient, connect
 from autoresearch_mcp.client.live import SCRIPTED_WHAT
 from autoresearch_mcp.contract.arguments import GetRunSummaryArgs, QueryResultsArgs
+from autoresearch_mcp.contract.display import better_way, utc_minute
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment, Run, RunStatus
@@ -141,21 +141,12 @@ def columns(rows: list[list[str]]) -> str:
     )
 
 
-def when(stamp: str | None) -> str:
-    """A stored timestamp to the minute, in UTC, saying so (as the report does)."""
-    if not stamp:
-        return "-"
-    moment = datetime.fromisoformat(stamp)
-    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
-
-
 def fmt(value: float | None, digits: int = 4) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
 def arrow(run: Run) -> str:
-    return "higher is better" if run.direction == "max" else "lower is better"
+    return better_way(run.direction)
 
 
 async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
@@ -178,7 +169,7 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
                 run.status,
                 f"{run.used}/{run.budget}",
                 best,
-                when(run.created_at),
+                utc_minute(run.created_at),
                 run.llm or "-",
                 *([run.from_run or "-"] if chained else []),
                 *([",".join(run.tags) or "-"] if tagged else []),
@@ -196,7 +187,7 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
 async def list_tasks(rc: ResearchClient, args: argparse.Namespace) -> int:
     rows = [["task", "kind", "metric", "experiment tool", "title"]]
     for task in await rc.tasks():
-        better = "higher is better" if task.direction == "max" else "lower is better"
+        better = better_way(task.direction)
         rows.append([task.name, task.kind, f"{task.metric} ({better})", task.experiment_tool, task.title])
     print(columns(rows))
     return 0
@@ -225,13 +216,13 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     history = await rc.history(run.id)
     print(f"run {run.id}  {run.name or ''}".rstrip())
     print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")
-    print(f"metric {run.metric_name} ({arrow(run)}) · created {when(run.created_at)}")
+    print(f"metric {run.metric_name} ({arrow(run)}) · created {utc_minute(run.created_at)}")
     if run.llm:
         print(f"proposed by {run.llm}" + (f": {SCRIPTED_WHAT}" if run.scripted else ""))
     if run.tags:
         print(f"tags {', '.join(run.tags)}")
     if run.finish_reason:
-        print(f"finished {when(run.finished_at)}: {run.finish_reason}")
+        print(f"finished {utc_minute(run.finished_at)}: {run.finish_reason}")
     if run.from_run:
         print(f"started from run {run.from_run} (see the From line of the summary)")
     print()

@@ -300,7 +300,13 @@ class StatefulAgent(Agent):
             self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
         if outcome.ok and tool in CHANGE_TOOLS:
             return result_text(tool, outcome)
-        return f"{result_text(tool, outcome)}\n{text_format(self.latest_version, ran_well, self.whole_file)}"
+        # A revert that happened, or found the file there already, is answered with a change to make; one
+        # to a version that does not exist with the versions that do.
+        went_back = tool == ToolName.REVERT_TRAIN_PY and (
+            outcome.ok or (outcome.refusal is not None and outcome.refusal.kind != "unknown_version")
+        )
+        answer = text_format(self.latest_version, ran_well, self.whole_file, revert=not went_back)
+        return f"{result_text(tool, outcome)}\n{answer}"
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""

@@ -142,7 +142,7 @@ class StatelessAgent(Agent):
             params = params["params"]
         outcome = await self.rc.call(RunExperimentArgs(params=params, run_id=self.run_id))
         if not outcome.ok:
-            self._unused(self.refusal_text("run_experiment", outcome, params), outcome)
+            self._unused(self.refusal_text(ToolName.RUN_EXPERIMENT, outcome, params), outcome)
             return None
         experiment = outcome.as_model(ExperimentResult).experiment
         self.experiments.append(experiment)
@@ -178,7 +178,7 @@ class StatelessAgent(Agent):
         self.source = (await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))).source or ""
         outcome = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
         if not outcome.ok:
-            self._unused(self.refusal_text("run_benchmark", outcome, {}), outcome)
+            self._unused(self.refusal_text(ToolName.RUN_BENCHMARK, outcome, {}), outcome)
             return None
         exp = outcome.as_model(ExperimentResult).experiment
         metrics = exp.metrics

@@ -11,7 +11,8 @@ a message on that socket, which the harness reads with a size cap; each message 
 fork cannot forge: the kernel's record of when its last packet was sent (SO_TIMESTAMPNS), and the
 harness's own clock on arrival. The report is written by the harness alone, from what it measured and
 checked. An in-process candidate can forge anything in its own process; here there is nothing left in it
-worth forging.
+worth forging. One module on purpose: a fork's whole life, from its confinement to its report, in the
+order it happens.
 """
 
 import contextlib

@@ -11,6 +11,7 @@ experiment goes through, wherever it is measured.
 A direct call (run_experiment, run_benchmark), from_run's re-measure and a background job all take
 this route; the records are frozen and handed from step to step, never read again by id. Plain and
 synchronous: the MCP glue (tools/) only calls it, and whoever watches hears of it through `events`.
+One module on purpose: the lifecycle reads top to bottom in one place.
 """
 
 import logging

@@ -13,7 +13,8 @@ protocol eras an mcp 2.x server speaks:
 
 Logs are small structured dicts (event, run_id, task, iteration, status, metric, ...): never a path, a
 token or a traceback. The notifier is called from any thread; it hops onto the server's event loop and
-sends everything in the order it happened.
+sends everything in the order it happened. One module on purpose: both eras' delivery rules side by side,
+so that a change to one is read against the other.
 """
 
 import asyncio

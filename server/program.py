@@ -12,6 +12,7 @@ from mcp.server import MCPServer
 from pydantic import Field
 
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.text import prompt_error
@@ -54,7 +55,7 @@ CODE_RULES = """- Read train.py with get_current_train_py before your first edit
 
 
 def render_program(task: Task, run_id: str | None = None) -> str:
-    params_task = task.experiment_tool == "run_experiment"
+    params_task = task.experiment_tool == ToolName.RUN_EXPERIMENT
     if run_id:
         start = (
             f"Your run is {run_id}: work on it, do not start another. Pass run_id={run_id!r} on every "

@@ -1,4 +1,5 @@
-"""The records the store keeps and the tools return. Plain pydantic: they are the structured output."""
+"""The records the store keeps and the tools return. Plain pydantic: they are the structured output.
+One module on purpose: the contract's records side by side, as a host's author reads them."""
 
 from typing import Any, Literal
 

@@ -58,7 +58,7 @@ class SloppyLLM:
 
     def _nested(self, request: LLMRequest) -> bool:
         """Whether the request's run_experiment takes the params inside `params`."""
-        tool = next((t for t in request.tools if t.name == "run_experiment"), None)
+        tool = next((t for t in request.tools if t.name == ToolName.RUN_EXPERIMENT), None)
         properties = tool.input_schema.get("properties", {}) if tool is not None else {}
         return not properties or "params" in properties
 

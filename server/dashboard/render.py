@@ -13,6 +13,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from autoresearch_mcp import __version__
+from autoresearch_mcp.contract.display import better_way, utc_minute
 from autoresearch_mcp.contract.transcript import budget_share
 from autoresearch_mcp.server.dashboard.charts import metric_svg, tokens_svg
 from autoresearch_mcp.server.dashboard.views import RunDetail, VersionDiff, run_detail, version_diff
@@ -43,19 +44,6 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def fmt_time(stamp: str | None) -> str:
-    """ISO timestamps shortened to minutes, every one in UTC and saying so."""
-    if not stamp:
-        return "–"
-    moment = datetime.fromisoformat(stamp)
-    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def fmt_better(direction: str) -> str:
-    return "higher is better" if direction == "max" else "lower is better"
-
-
 def fmt_int(value: float) -> str:
     return f"{value:,.0f}"
 
@@ -73,9 +61,9 @@ def make_environment() -> Environment:
         params=fmt_params,
         value=fmt_value,
         duration=fmt_duration,
-        time=fmt_time,
+        time=lambda stamp: utc_minute(stamp, "–"),
         int=fmt_int,
-        better=fmt_better,
+        better=better_way,
     )
     env.globals.update(version=__version__, budget_share=budget_share)
     return env

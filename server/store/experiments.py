@@ -1,5 +1,5 @@
 """Experiments in the run store: reserved before they run, completed after, kept when they beat the
-best; and the reads the summary makes of them every turn.
+best (the reads of them: experiment_reads.py).
 
 Every query here is answered through an index or a maintained counter (store.counts), so none of them
 grows with the run; tests/server/test_query_plans.py holds them to it with EXPLAIN QUERY PLAN.
@@ -23,7 +23,7 @@ from autoresearch_mcp.server.store.db import (
     sha256,
     this_host,
 )
-from autoresearch_mcp.server.store.pages import Order, page_rows
+from autoresearch_mcp.server.store.experiment_reads import ExperimentReads, experiment_from_row
 
 
 def better(value: float, than: float, direction: Literal["max", "min"]) -> bool:
@@ -62,7 +62,7 @@ EARLIER_RUN = (
 )
 
 
-class ExperimentStore:
+class ExperimentStore(ExperimentReads):
     """The experiments half of the Store (which composes it with runs and the other records)."""
 
     db: Database
@@ -98,7 +98,7 @@ class ExperimentStore:
             key = sha256(canonical_json(params))
             earlier = conn.execute(EARLIER_RUN, (run_id, key, artifact_version)).fetchone()
             if earlier is not None and not repeat_ok:
-                exp = _experiment_from_row(earlier)
+                exp = experiment_from_row(earlier)
                 raise RepeatError(
                     f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
                     f" which ended {exp.status}"
@@ -223,7 +223,7 @@ class ExperimentStore:
         row = self._best_row(conn, run_id, config.get("direction", "max"), exclude)
         if row is None:
             return None
-        exp = _experiment_from_row(row)
+        exp = experiment_from_row(row)
         assert exp.metric is not None  # (the query's condition)
         value = exp.metrics.get(f"{config.get('metric', 'metric')}_mean", exp.metric)
         samples = json.loads(row["samples_json"]) if row["samples_json"] else []
@@ -250,66 +250,10 @@ class ExperimentStore:
             args,
         ).fetchone()
 
-    def get_experiment(self, exp_id: int) -> Experiment:
-        row = self.db.reader().execute("SELECT * FROM experiments WHERE id = ?", (exp_id,)).fetchone()
-        if row is None:
-            raise ResearchError(f"unknown experiment {exp_id}", kind="bad_argument")
-        return _experiment_from_row(row)
-
-    def experiment_at(self, run_id: str, iteration: int) -> Experiment | None:
-        row = (
-            self.db.reader()
-            .execute("SELECT * FROM experiments WHERE run_id = ? AND iteration = ?", (run_id, iteration))
-            .fetchone()
-        )
-        return None if row is None else _experiment_from_row(row)
-
     def best_experiment(self, run_id: str, direction: Literal["max", "min"] = "max") -> Experiment | None:
         """The run's best: the latest experiment that became the best (see complete_experiment)."""
         row = self._best_row(self.db.reader(), run_id, direction)
-        return None if row is None else _experiment_from_row(row)
-
-    def samples(self, exp_id: int) -> list[float]:
-        """An experiment's stored raw measurements (empty when its task keeps none)."""
-        row = (
-            self.db.reader()
-            .execute("SELECT samples_json FROM experiments WHERE id = ?", (exp_id,))
-            .fetchone()
-        )
-        return json.loads(row["samples_json"]) if row is not None and row["samples_json"] else []
-
-    def experiments(
-        self,
-        run_id: str,
-        *,
-        last: int | None = None,
-        offset: int = 0,
-        order: Order = "iteration",
-        status: ExperimentStatus | None = None,
-        direction: Literal["max", "min"] = "max",
-        limit: int | None = None,
-    ) -> tuple[list[Experiment], int]:
-        """A page of experiments and the total that match. `last` takes the most recent N (best first
-        in metric order); otherwise `limit` rows from `offset` (None: all of them)."""
-        statuses = self.counts.statuses(run_id)
-        total = sum(statuses.values()) if status is None else statuses.get(status, 0)
-        rows = page_rows(
-            self.db.reader(),
-            run_id,
-            limit=last if last is not None else limit,
-            offset=offset,
-            order=order,
-            status=status,
-            newest_first=last is not None,
-            direction=direction,
-        )
-        page = [_experiment_from_row(row) for row in rows]
-        if order == "iteration" and last is not None:
-            page.reverse()  # the most recent N, still in iteration order
-        return page, total
-
-    def status_counts(self, run_id: str) -> dict[str, int]:
-        return self.counts.statuses(run_id)
+        return None if row is None else experiment_from_row(row)
 
     def mark_orphans_interrupted(self) -> int:
         """Experiments left 'running' by a server process that no longer exists become 'interrupted'."""
@@ -335,22 +279,3 @@ class ExperimentStore:
 def _check_over(best: Incumbent | None, keep: Keep) -> None:
     if (None if best is None else best.experiment.id) != keep.over:
         raise BestChanged
-
-
-def _experiment_from_row(row: sqlite3.Row) -> Experiment:
-    return Experiment(
-        id=row["id"],
-        run_id=row["run_id"],
-        iteration=row["iteration"],
-        params=json.loads(row["params_json"]),
-        artifact_version=row["artifact_version"],
-        status=row["status"],
-        metrics=json.loads(row["metrics_json"]),
-        metric=row["metric"],
-        kept=bool(row["kept"]),
-        note=row["note"],
-        error_tail=row["error_tail"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-        duration_s=row["duration_s"],
-    )

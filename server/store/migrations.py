@@ -1,4 +1,5 @@
-"""Append-only schema migrations. Never edit a shipped migration: add a new one at the end."""
+"""Append-only schema migrations. Never edit a shipped migration: add a new one at the end. One file
+on purpose: the schema's whole history, in the order a database goes through it."""
 
 import sqlite3
 

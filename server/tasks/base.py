@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError,
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan, TaskInfo
 from autoresearch_mcp.contract.profile import Profile
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.sandbox.results import BadResult, check_value
 from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
 from autoresearch_mcp.server.store import Incumbent, better
@@ -18,18 +19,18 @@ from autoresearch_mcp.server.text import scrub_paths
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 2000
 
-PARAMS_TOOLS = ["run_experiment", "get_experiment_history", "add_note"]
+PARAMS_TOOLS = [ToolName.RUN_EXPERIMENT, ToolName.GET_EXPERIMENT_HISTORY, ToolName.ADD_NOTE]
 CODE_TOOLS = [
-    "modify_train_py",
-    "run_benchmark",
-    "revert_train_py",
-    "get_current_train_py",
-    "get_experiment_history",
-    "add_note",
+    ToolName.MODIFY_TRAIN_PY,
+    ToolName.RUN_BENCHMARK,
+    ToolName.REVERT_TRAIN_PY,
+    ToolName.GET_CURRENT_TRAIN_PY,
+    ToolName.GET_EXPERIMENT_HISTORY,
+    ToolName.ADD_NOTE,
 ]
 # What a task without a profile of its own gets, by the tool that evaluates it.
 DEFAULT_PROFILES = {
-    "run_experiment": AgentProfile(
+    ToolName.RUN_EXPERIMENT: AgentProfile(
         system_prompt=(
             "You run experiments autonomously. The server keeps all state; each turn you get its summary. "
             "Call run_experiment once per turn with params you have not tried (omitted ones take their "
@@ -39,7 +40,7 @@ DEFAULT_PROFILES = {
         tools=PARAMS_TOOLS,
         how="Call run_experiment(params, note) with a configuration you have not tried.",
     ),
-    "run_benchmark": AgentProfile(
+    ToolName.RUN_BENCHMARK: AgentProfile(
         system_prompt=(
             "You improve train.py autonomously. The server keeps all state; each turn you get its summary, "
             "and the code when you have not seen the current version. Per turn: call modify_train_py with "
@@ -203,7 +204,7 @@ class Task(ABC):
             description=self.describe(),
             metric=self.metric,
             direction=self.direction,
-            kind="params" if self.experiment_tool == "run_experiment" else "code",
+            kind="params" if self.experiment_tool == ToolName.RUN_EXPERIMENT else "code",
             experiment_tool=self.experiment_tool,
             params_schema=self.params_model.model_json_schema(),
             files=self.editable(),

@@ -149,11 +149,28 @@ def failing_line(traceback: str, files: tuple[str, ...]) -> str | None:
 _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Iteration|Warning)(?::.*)?$")
 
 
+_UNBOUND = re.compile(r"^UnboundLocalError: cannot access local variable '(?P<name>\w+)'")
+
+
 def exception_line(traceback: str) -> str | None:
     """`ModuleNotFoundError: No module named 'keras'`: the last line of `traceback` that names an
-    exception, clipped; None without one. Told only the failing line (`from keras.models import
-    Sequential`), Qwen2.5-Coder-1.5B sent keras again in five versions of digits-mlp's train.py."""
+    exception, clipped, with what it means where Python's words leave a model guessing; None without
+    one. Told only the failing line (`from keras.models import Sequential`), Qwen2.5-Coder-1.5B sent
+    keras again in five versions of digits-mlp's train.py."""
     for text in reversed(traceback.splitlines()):
         if _EXCEPTION.match(text.strip()):
-            return text.strip()[:200]
+            return text.strip()[:200] + _meaning(text.strip())
     return None
+
+
+def _meaning(exception: str) -> str:
+    """An UnboundLocalError means the function assigns the name somewhere (`W2 -= ...`), which makes it
+    local in the whole function: told only Python's message, the 1.5B model moved a training loop into
+    a function that updates module-level weights six versions in a row."""
+    unbound = _UNBOUND.match(exception)
+    if unbound is None:
+        return ""
+    name = unbound["name"]
+    return (
+        f" (the function assigns {name}, so {name} is local in all of it: `global {name}` for the module's)"
+    )

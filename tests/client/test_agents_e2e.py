@@ -282,8 +282,8 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     assert len(third) == 2 and "I would make it faster." not in json.dumps(third)
     assert "Your last reply was not used. Your reply held no ```python block. " + FORMAT in third[-1]
     fourth = [m["content"] for m in bodies[3]["messages"]]
-    assert fourth[-1].startswith("train.py is now v3")  # the revert, then what to send next
-    assert fourth[-1].endswith("or REVERT v<N> with N from 1 to 3; or DONE: <reason>.")
+    assert fourth[-1].startswith("train.py is now v3")  # the revert, then a change to send next, and
+    assert fourth[-1].endswith("or SEARCH/REPLACE edits; or DONE: <reason>.")  # not another revert
     conn = sqlite3.connect(tmp_path / "runs.db")
     try:
         versions = conn.execute(
@@ -406,6 +406,31 @@ async def test_reverting_back_and_forth_without_benchmarking_ends_on_the_failure
         )
         result = await run_session(args, mode="stateful", seed=42)
     assert result.stop_reason == "failures" and result.experiments == 1 and result.llm_calls == 4
+
+
+@pytest.mark.asyncio
+async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make_not_another_revert(
+    tmp_path: Path, agent_server_env: None
+):
+    """Seed 42 of digits-mlp: offered REVERT again after each revert, the model sent REVERT v2 four
+    times while v2's code was already there, then gave up."""
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
+            chat_completion("REVERT v2"),
+            chat_completion(f"Both fixes.\n```python\n{rewrites.source_after(2)}```"),
+        )
+        args = run_args(
+            tmp_path,
+            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
+        )
+        result = await run_session(args, mode="stateful", seed=42)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2
+    answer = note(bodies[2])
+    assert answer.startswith("train.py v2 already equals v2")
+    assert "REVERT" not in answer and answer.endswith("or SEARCH/REPLACE edits; or DONE: <reason>.")
 
 
 @pytest.mark.parametrize("value", ["3", "-0.1", "warm"])

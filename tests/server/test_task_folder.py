@@ -374,6 +374,19 @@ def test_a_crash_headline_names_the_exception_after_the_failing_line():
     assert exception_line("some output\nno exception here\n") is None
 
 
+def test_an_unbound_local_crash_says_that_the_function_assigns_the_name(tmp_path):
+    """The 1.5B model's own mistake, six versions in a row: a loop moved into a function that updates
+    module-level weights. Python's message alone never led it to `global`."""
+    script = tmp_path / "train.py"
+    script.write_text("W2 = 1.0\n\ndef train_step(g):\n    h = W2 * g\n    W2 -= g\n\ntrain_step(0.5)\n")
+    stderr = subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stderr
+    assert failing_line(stderr, ("train.py",)) == "line 4 (train_step): h = W2 * g"
+    assert exception_line(stderr) == (
+        "UnboundLocalError: cannot access local variable 'W2' where it is not associated with a value"
+        " (the function assigns W2, so W2 is local in all of it: `global W2` for the module's)"
+    )
+
+
 def test_a_code_folder_that_does_not_profile_asks_the_model_for_the_whole_file_not_for_edits(tmp_path):
     """No profile, no hot function: the file is the unit (offered functions, edits and whole files,
     Qwen2.5-Coder-1.5B mixed the three in one reply). A profiled folder keeps all three forms."""

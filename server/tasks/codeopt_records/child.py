@@ -16,6 +16,8 @@ and before each fork the candidate cgroup is emptied, so nothing a candidate sta
 another is measured. Correctness is judged in the server.
 Inside the fork the candidate runs with proxy modules and restricted builtins (sandbox/proxies.py); the
 guard (checked in the server) refuses dunder attributes.
+One module on purpose: it is all this task runs inside the sandbox (the timed calls, the small check,
+the profile, each in its fork), so that the trusted side can be read and audited in one place.
 """
 
 import collections

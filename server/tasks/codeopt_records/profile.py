@@ -12,6 +12,7 @@ a python block, or SEARCH/REPLACE edits.
 
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.models import AgentProfile, StatelessWords
+from autoresearch_mcp.contract.tools import ToolName
 
 _TURN = (
     "Each turn shows the run's summary, where train.py spends its time, and the function to speed up "
@@ -28,7 +29,7 @@ PROFILE = AgentProfile(
         f"(search texts copied exactly from the code shown). {_CHECKED} If a version was wrong or "
         "slower, revert_train_py. When no idea is left, reply DONE: <reason>."
     ),
-    tools=["replace_function", "modify_train_py", "revert_train_py"],
+    tools=[ToolName.REPLACE_FUNCTION, ToolName.MODIFY_TRAIN_PY, ToolName.REVERT_TRAIN_PY],
     how=(
         "Call profile_train_py to see which function is slow, then replace that function with "
         "replace_function (or change train.py with modify_train_py), then call run_benchmark: it checks "
@@ -36,11 +37,11 @@ PROFILE = AgentProfile(
         "original). Revert with revert_train_py when a change was wrong or slower."
     ),
     benchmark_after_edit=True,
-    dropped_arguments={"modify_train_py": ["source"]},
+    dropped_arguments={ToolName.MODIFY_TRAIN_PY: ["source"]},
     tool_descriptions={
-        "replace_function": "Replace a function of train.py with a new def.",
-        "modify_train_py": "Change train.py with search/replace edits.",
-        "revert_train_py": "Restore an earlier version of train.py.",
+        ToolName.REPLACE_FUNCTION: "Replace a function of train.py with a new def.",
+        ToolName.MODIFY_TRAIN_PY: "Change train.py with search/replace edits.",
+        ToolName.REVERT_TRAIN_PY: "Restore an earlier version of train.py.",
     },
     turn="Next?",
     text_system_prompt=(

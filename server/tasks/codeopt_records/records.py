@@ -1,6 +1,7 @@
 """The code-optimisation task's data and ground truth: synthetic employee records, the deliberately slow
 reference `process_records` (train.py version 1), a fast trusted twin the harness checks against, and the
-comparison rule.
+comparison rule. Half of its length is the reference program itself (`REFERENCE_SOURCE`, the text
+train.py starts from), kept beside the twin it must agree with.
 
 Comparison rule (`first_difference`): same structure; dicts equal as key sets, lists element by element;
 str and bool exact; numbers (int or float, never bool) equal within 1e-9, relative or absolute. The

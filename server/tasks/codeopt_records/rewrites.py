@@ -7,6 +7,7 @@ edits or a whole new definition of one function (`function`, which the double se
 replace_function), and it changes the function the profile shows as the hottest at that point (the
 order was read off profiles of each step). `WRONG_REWRITE`, a plausible-looking edit of
 `source_after(2)` (up to step 5) that changes the output, is for tests of the `incorrect` path.
+Most of its length is program text: the catalogue is data, read in one place.
 """
 
 from functools import cache

@@ -20,10 +20,9 @@ lies above 1 (intervals.py says why side by side, and which interval).
 import hashlib
 import random
 import secrets
-import statistics
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from autoresearch_mcp.contract.env import ENV_CODEOPT_RECORDS, ENV_CODEOPT_REPEATS
 from autoresearch_mcp.contract.functions import functions_in
@@ -42,17 +41,24 @@ from autoresearch_mcp.server.tasks.base import (
 )
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from autoresearch_mcp.server.tasks.codeopt_records.child import ALLOWED_IMPORTS, EXTRA_FORBIDDEN_NAMES
+from autoresearch_mcp.server.tasks.codeopt_records.judge import (
+    CHECK_RECORDS,
+    FAILURES,
+    REPORT,
+    Calls,
+    Failure,
+    Wrong,
+    judge,
+    timing_problem,
+    versus_best,
+    wrong_on_check,
+)
 from autoresearch_mcp.server.tasks.codeopt_records.profile import PROFILE
 from autoresearch_mcp.server.tasks.codeopt_records.records import (
     REFERENCE_SOURCE,
-    first_difference,
-    make_records,
-    process_records_fast,
 )
 from autoresearch_mcp.server.tasks.intervals import (
     LEVEL,
-    SPEEDUP_LEVEL,
-    paired_ratio_interval,
     ratio_interval,
 )
 from autoresearch_mcp.server.tasks.profiles import build_profile, failing_line
@@ -60,9 +66,6 @@ from autoresearch_mcp.server.tasks.registry import register
 
 ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_benchmark"
 PROFILE_ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_profile"
-# Every candidate runs once on this many records before anything is timed: a wrong version fails in
-# milliseconds, with the first difference on an input small enough to reason about.
-CHECK_RECORDS = 200
 POLICY = GuardPolicy(
     allowed_imports=ALLOWED_IMPORTS,
     extra_forbidden_names=EXTRA_FORBIDDEN_NAMES,
@@ -74,48 +77,6 @@ DEFAULT_REPEATS = 20
 # Plain Python on 10k small dicts needs ~100 MB; a benchmark (21 calls, each in a fork that makes its own
 # input) takes about 2 s, so 30 s leaves room for a candidate several times slower than the reference.
 DEFAULT_LIMITS = Limits(wall_s=30, cpu_s=30, memory_mb=512, output_bytes=16_000, file_mb=8, disk_mb=16)
-MAX_CALLS = 1000
-Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-
-
-class Calls(BaseModel):
-    """What the harness measured: each call's time and its output."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    times_ms: list[Millis] = Field(min_length=1, max_length=MAX_CALLS)
-    outputs: list[Any] = Field(min_length=1, max_length=MAX_CALLS)
-    reference_times_ms: list[Millis] = Field(min_length=1, max_length=MAX_CALLS)
-    rival_times_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
-    cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
-    reference_cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
-    rival_cpu_ms: list[Millis] | None = Field(default=None, max_length=MAX_CALLS)
-    profile: dict[str, Any] | None = None  # checked by profiles.build_profile
-
-
-class Failure(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    error: Literal["load", "raised", "type", "protocol", "harness"]
-    detail: str = Field(max_length=4000)
-
-
-class Wrong(BaseModel):
-    """The small check's output, which the harness found wrong; judged again here."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-    error: Literal["wrong"]
-    detail: str = Field(max_length=4000)
-    n: int = Field(ge=0, le=DEFAULT_RECORDS)
-    seed: int
-    output: Any
-
-
-REPORT = TypeAdapter(Calls | Failure | Wrong)
-FAILURES = {
-    "load": "train.py failed to load",
-    "raised": "process_records raised an exception",
-    "protocol": "process_records' process broke the harness's protocol",
-    "harness": "the benchmark harness refused the result",
-}
 
 
 class CodeOptSettings(TaskSettings):
@@ -206,9 +167,9 @@ class CodeOptTask(Task):
         measured = _measure(self.entry, payload, limits)
         if isinstance(measured, Outcome):
             return measured
-        outcome = _judge(measured, seeds, n)
+        outcome = judge(measured, seeds, n)
         if outcome.status == "ok":
-            outcome.metrics.update(_versus_best(measured, ctx, self.confidence))
+            outcome.metrics.update(versus_best(measured, ctx, self.confidence))
             outcome.profile = _profile_of(source, measured.profile, n)
         return outcome
 
@@ -266,7 +227,7 @@ def _measure(entry: str, payload: dict[str, Any], limits: Limits) -> Calls | Out
     except ValidationError as exc:
         return Outcome(status="crash", error_tail=f"the benchmark harness returned a malformed report: {exc}")
     if isinstance(report, Wrong):
-        return _wrong_on_check(report)
+        return wrong_on_check(report)
     if isinstance(report, Failure):
         if report.error == "type":
             return Outcome(status="incorrect", metrics={"correct": 0.0}, error_tail=report.detail)
@@ -283,93 +244,6 @@ def _measure(entry: str, payload: dict[str, Any], limits: Limits) -> Calls | Out
     if problem is not None:
         return Outcome(status="crash", error_tail=problem)
     return report
-
-
-def _wrong_on_check(report: Wrong) -> Outcome:
-    """The small check's output, judged here against the trusted twin: the first difference."""
-    difference = first_difference(process_records_fast(make_records(report.n, report.seed)), report.output)
-    if difference is None:  # the harness stops early only on a difference; this is not one
-        return Outcome(status="crash", error_tail="the benchmark harness stopped on a correct output")
-    where = f"the first check, on make_records({report.n}, seed={report.seed})"
-    return Outcome(
-        status="incorrect", metrics={"correct": 0.0}, error_tail=f"wrong output ({where}): {difference}"
-    )
-
-
-def timing_problem(times_ms: list[float], wall_s: float) -> str | None:
-    """The harness's measured call times, added up, must fit in the sandbox run that contained them:
-    the runner's clock, outside the sandbox, bounds what anything inside it may report."""
-    total_ms = sum(times_ms)
-    if total_ms > wall_s * 1000:
-        return (
-            f"the benchmark harness reported {total_ms:.0f} ms of timed calls in a sandbox run that "
-            f"lasted {wall_s * 1000:.0f} ms; the result is refused"
-        )
-    return None
-
-
-def _judge(calls: Calls, seeds: list[int], n: int) -> Outcome:
-    if len(calls.outputs) != len(seeds):
-        return Outcome(status="crash", error_tail="the benchmark harness returned an incomplete result")
-    for call, (seed, output) in enumerate(zip(seeds, calls.outputs, strict=True), start=1):
-        difference = first_difference(process_records_fast(make_records(n, seed)), output)
-        if difference:
-            where = f"call {call} of {len(seeds)}, input make_records({n}, seed={seed})"
-            return Outcome(
-                status="incorrect",
-                metrics={"correct": 0.0},
-                error_tail=f"wrong output ({where}): {difference}",
-            )
-    # Reference time / candidate time, pair by pair: the estimate and interval of intervals.py.
-    speedup = paired_ratio_interval(_timed(calls.reference_times_ms), _timed(calls.times_ms), SPEEDUP_LEVEL)
-    metrics: dict[str, float] = {
-        "speedup": round(speedup.estimate, 4),
-        "speedup_low": round(speedup.low, 4),
-        "speedup_high": round(speedup.high, 4),
-        "time_ms": round(_median(calls.times_ms), 4),
-        "baseline_ms": round(_median(calls.reference_times_ms), 4),
-        "correct": 1.0,
-        "inputs": float(len(seeds)),
-    }
-    if calls.cpu_ms is not None and calls.reference_cpu_ms is not None:
-        cpu = paired_ratio_interval(_timed(calls.reference_cpu_ms), _timed(calls.cpu_ms), SPEEDUP_LEVEL)
-        metrics.update(
-            cpu_ms=round(_median(calls.cpu_ms), 4),
-            baseline_cpu_ms=round(_median(calls.reference_cpu_ms), 4),
-            speedup_cpu=round(cpu.estimate, 4),
-        )
-    return Outcome(
-        status="ok",
-        metric=metrics["speedup"],
-        metrics=metrics,
-        samples=[round(t, 4) for t in _timed(calls.times_ms)],
-    )
-
-
-def _versus_best(calls: Calls, ctx: ExecContext, level: float) -> dict[str, float]:
-    """vs_best (low, high): the current best's time over this one's, paired call by call, measured
-    side by side (the reference's calls, where the best is the reference); vs_best_iteration says
-    which best."""
-    if ctx.best_iteration is None:
-        return {}
-    rival = calls.rival_times_ms if ctx.best_source != REFERENCE_SOURCE else calls.reference_times_ms
-    if rival is None or len(rival) != len(calls.times_ms):
-        return {}
-    versus = paired_ratio_interval(_timed(rival), _timed(calls.times_ms), level)
-    return {
-        "vs_best": round(versus.estimate, 4),
-        "vs_best_low": round(versus.low, 4),
-        "vs_best_high": round(versus.high, 4),
-        "vs_best_iteration": float(ctx.best_iteration),
-    }
-
-
-def _timed(times_ms: list[float]) -> list[float]:
-    return times_ms[1:] or times_ms  # the first call warms up and is not counted
-
-
-def _median(times_ms: list[float]) -> float:
-    return statistics.median(_timed(times_ms))
 
 
 def _distinct_seeds(rng: random.Random, count: int) -> list[int]:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.models import AgentProfile, StatelessWords
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.tasks.folder.spec import FolderSpec
 
 
@@ -50,13 +51,13 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
                 f"First experiment: the defaults, params {{}}. Ranges (default): {search_space(params)}."
                 " When no idea is left, reply DONE: <reason>."
             ),
-            tools=["run_experiment"],
+            tools=[ToolName.RUN_EXPERIMENT],
             how="Call run_experiment(params, note) with a configuration you have not tried "
             '(base="best" to send only the values you change from the best).',
-            fixed_arguments={"run_experiment": {"base": "best"}},
-            dropped_arguments={"run_experiment": ["note"]},
+            fixed_arguments={ToolName.RUN_EXPERIMENT: {"base": "best"}},
+            dropped_arguments={ToolName.RUN_EXPERIMENT: ["note"]},
             tool_descriptions={
-                "run_experiment": "Run the script with the best configuration, changed by `params` "
+                ToolName.RUN_EXPERIMENT: "Run the script with the best configuration, changed by `params` "
                 "(one unit of budget)."
             },
             turn="Next?",
@@ -102,7 +103,7 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
             "call revert_train_py with the version to go back to. When no idea is left, reply DONE: "
             "<reason>."
         ),
-        tools=["replace_function", "modify_train_py", "revert_train_py"],
+        tools=[ToolName.REPLACE_FUNCTION, ToolName.MODIFY_TRAIN_PY, ToolName.REVERT_TRAIN_PY],
         how=f"{look} {files} with replace_function or modify_train_py (small search/replace "
         "edits), then call run_benchmark: it runs the script and records the metric it prints. Revert with revert_train_py when a change "
         "crashed or was worse.",

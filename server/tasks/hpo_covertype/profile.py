@@ -8,6 +8,7 @@ prompt rather than in a schema the model may not read.
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.models import AgentProfile, StatelessWords
+from autoresearch_mcp.contract.tools import ToolName
 
 
 def search_space(params: type[BaseModel]) -> str:
@@ -30,15 +31,15 @@ def profile(params: type[BaseModel]) -> AgentProfile:
             f"repeat a configuration. Ranges (default): {search_space(params)}. No idea left: reply "
             "DONE: <reason>."
         ),
-        tools=["run_experiment"],
+        tools=[ToolName.RUN_EXPERIMENT],
         how=(
             "Call run_experiment(params, note) with a configuration you have not tried "
             '(base="best" to send only the values you change from the best). You may also edit '
             "train.py (modify_train_py with search/replace edits) to change the model setup or features."
         ),
-        fixed_arguments={"run_experiment": {"base": "best"}},
-        dropped_arguments={"run_experiment": ["note"]},
-        tool_descriptions={"run_experiment": "Train the best configuration with these changes."},
+        fixed_arguments={ToolName.RUN_EXPERIMENT: {"base": "best"}},
+        dropped_arguments={ToolName.RUN_EXPERIMENT: ["note"]},
+        tool_descriptions={ToolName.RUN_EXPERIMENT: "Train the best configuration with these changes."},
         turn="Next?",
         # The paper's runner's words, line for line.
         stateless=StatelessWords(
