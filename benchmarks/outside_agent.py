@@ -7,12 +7,10 @@ reads the run's experiments from the database.
 
     flock /tmp/llm.lock python benchmarks/outside_agent.py --out DIR -- \\
         --task hpo-covertype --budget 3 --base-url http://127.0.0.1:8088/v1 --model qwen2.5-coder \\
-        --tool-choice run_experiment
+        --tool-choice run_experiment --string-content
 
 Writes DIR/transcript.jsonl, DIR/results.json (the experiments, the tokens, the wall time), also when
-the example fails. `--flatten-content`: the SDK sends a tool result as a list of content parts and a
-tool-calling assistant message with null content, both valid OpenAI chat requests that llama-cpp-python's
-server refuses (HTTP 500); this sends the same text as plain strings.
+the example fails. llama-cpp-python's server needs the example's `--string-content`.
 """
 
 import argparse
@@ -25,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import agents
-import httpx2 as httpx
-from openai import AsyncOpenAI
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "openai_agents_agent.py"
 
@@ -56,33 +52,11 @@ def recording_hooks(base: type, events: list[dict[str, Any]]) -> type:
     return Recorded
 
 
-class FlatContent(httpx.AsyncHTTPTransport):
-    """Chat requests with every message's content a string (the parts' texts joined), nothing else changed."""
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path.endswith("/chat/completions"):
-            body = json.loads(request.content)
-            for message in body.get("messages", []):
-                content = message.get("content")
-                if content is None:
-                    message["content"] = ""
-                elif isinstance(content, list):
-                    message["content"] = "\n".join(part.get("text", "") for part in content)
-            headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
-            request = httpx.Request(request.method, request.url, headers=headers, json=body)
-        return await super().handle_async_request(request)
-
-
-def flat_openai(**kwargs: Any) -> AsyncOpenAI:
-    return AsyncOpenAI(**kwargs, http_client=httpx.AsyncClient(transport=FlatContent(), timeout=900))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--flatten-content", action="store_true", help="for llama-cpp-python's server")
     parser.add_argument("example_args", nargs=argparse.REMAINDER, help="after --: the example's arguments")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -92,8 +66,6 @@ def main() -> int:
     example = load_example()
     events: list[dict[str, Any]] = []
     example.PrintTools = recording_hooks(example.PrintTools, events)
-    if args.flatten_content:
-        example.AsyncOpenAI = flat_openai
     started = time.monotonic()
     error = None
     try:
@@ -115,7 +87,7 @@ def main() -> int:
     calls = [e["model"] for e in events if "model" in e]
     results = {
         "example_args": example_args[:-2],
-        "flatten_content": args.flatten_content,
+        "string_content": "--string-content" in example_args,
         "exit_code": code,
         "error": error,
         "run": {"budget": budget, "status": status, "finish_reason": reason},

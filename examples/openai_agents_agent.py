@@ -4,18 +4,22 @@
 only the tools the bundled agent offers its model, shaped the same way, and answers each experiment with
 what that agent shows each turn (`--all-tools`: all 14). The instructions are the `autoresearch` prompt;
 `Runner.run` loops until the model answers without a tool call, the run ends, or --max-turns. Any
-OpenAI-compatible endpoint works; `--tool-choice` forces a call on every turn (for a small local model).
+OpenAI-compatible endpoint works; `--tool-choice` forces a call on every turn (for a small local model);
+`--string-content` sends each message's content as one string (llama-cpp-python's server refuses the SDK's
+content parts and null content, both valid).
 
 Run it for real (needs `pip install openai-agents`; the server uses the Covertype sample it ships
 unless --data says otherwise):
 
     OPENAI_API_KEY=... python examples/openai_agents_agent.py --task hpo-covertype --budget 10 --db runs.db
     # local: --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder --tool-choice run_experiment
+    #        (llama-cpp-python's server: --string-content)
 However the loop ends, the run is finished on the way out.
 """
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -23,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import agents
+import httpx2  # the HTTP library the openai package sends with
 from agents.mcp import MCPServerStdio, MCPServerStdioParams
 from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 from agents.tool_context import ToolContext
 from mcp.types import TextContent
-from openai import APIError, AsyncOpenAI
+from openai import APIError, AsyncOpenAI, DefaultAsyncHttpx2Client
 
 
 def server_params(db: Path | None, data: str | None, focus: str | None) -> MCPServerStdioParams:
@@ -38,6 +43,20 @@ def server_params(db: Path | None, data: str | None, focus: str | None) -> MCPSe
     # The child gets an allow-list of variables: add the server's settings and a plugin's PYTHONPATH.
     env = {k: v for k, v in os.environ.items() if k.startswith("AUTORESEARCH_") or k == "PYTHONPATH"}
     return {"command": sys.executable, "args": args, "env": env}
+
+
+class StringContent(httpx2.AsyncHTTPTransport):
+    """Each chat message's content as one string: its parts' texts joined, none as ""."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/chat/completions"):
+            body = json.loads(request.content)
+            for message in body["messages"]:
+                if not isinstance(message.get("content"), str):
+                    message["content"] = "\n".join(p.get("text", "") for p in message.get("content") or [])
+            headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+            request = httpx2.Request(request.method, request.url, headers=headers, json=body)
+        return await super().handle_async_request(request)
 
 
 class PrintTools(agents.RunHooks[Any]):
@@ -58,6 +77,8 @@ async def research(args: argparse.Namespace) -> str:
     # The script's own calls go to tools a focused server does not list; the MCP client warns on each.
     logging.getLogger("client").setLevel(logging.ERROR)
     focus = None if args.all_tools else args.task
+    # A local model can take minutes on a long prompt.
+    http = DefaultAsyncHttpx2Client(transport=StringContent(), timeout=900) if args.string_content else None
     # A finished experiment can take minutes; the SDK's default MCP read timeout is 5 s.
     async with (
         MCPServerStdio(
@@ -66,7 +87,7 @@ async def research(args: argparse.Namespace) -> str:
             cache_tools_list=True,  # the tool set never changes; skip a tools/list per turn
             client_session_timeout_seconds=3600,
         ) as server,
-        AsyncOpenAI(base_url=args.base_url, api_key=key, max_retries=2) as openai_client,
+        AsyncOpenAI(base_url=args.base_url, api_key=key, max_retries=2, http_client=http) as openai_client,
     ):
         # The script starts the run and names it to the model (see anthropic_mcp_agent.py for why).
         started = await server.call_tool("start_run", {"task": args.task, "budget": args.budget})
@@ -126,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-turns", type=int, default=60, help="stop the loop after this many turns")
     parser.add_argument("--tool-choice", help='"auto" (default), "required", or a tool to call every turn')
     parser.add_argument("--all-tools", action="store_true", help="offer all 14 tools, not the task's")
+    parser.add_argument("--string-content", action="store_true", help="content as strings (llama-cpp-python)")
     parser.add_argument("--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="ends in /v1")
     parser.add_argument("--db", type=Path, help="the server's SQLite file (default: its data directory)")
     parser.add_argument("--data", help="Covertype CSV for offline use (hpo-covertype)")

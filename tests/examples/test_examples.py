@@ -231,6 +231,26 @@ def test_the_openai_agents_example_offers_the_tasks_tools_as_our_agent_does_and_
     assert "exhausted, 3/3 used" in capfd.readouterr().out
 
 
+def test_with_string_content_the_openai_agents_example_sends_every_message_content_as_one_string(
+    tmp_path: Path, toy_server_env: None, monkeypatch: pytest.MonkeyPatch
+):
+    """llama-cpp-python's server refuses a tool result as a list of parts and a tool-calling assistant
+    message with null content (HTTP 500): --string-content sends the same text as strings."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    db = tmp_path / "runs.db"
+    with fakes.FakeOpenAIServer(handler=focused_model(openai_reply)) as fake:
+        argv = [*TOY_ARGS, "--db", str(db), "--base-url", fake.base_url, "--tool-choice", "run_experiment"]
+        assert openai_agents_example.main([*argv, "--string-content"]) == 0
+    assert recorded(db)[1] == FOCUSED_EXPERIMENTS
+    messages = [m for body in fake.bodies("/chat/completions") for m in body["messages"]]
+    assert {m["role"] for m in messages} == {"system", "user", "assistant", "tool"}
+    assert all(isinstance(m["content"], str) for m in messages)
+    calls = [m for m in messages if m["role"] == "assistant"]
+    assert calls and all(m["content"] == "" and m["tool_calls"] for m in calls)
+    result = next(m for m in messages if m["role"] == "tool")
+    assert "#1 ok -0.5300 NEW BEST" in result["content"]
+
+
 def test_the_anthropic_example_offers_the_tasks_tools_as_our_agent_does(
     tmp_path: Path, toy_server_env: None, monkeypatch: pytest.MonkeyPatch
 ):
@@ -254,7 +274,8 @@ def test_each_example_runs_as_a_script_and_says_how_to_run_it_for_real(script: s
     )
     assert done.returncode == 0, done.stderr
     assert "Run it for real" in done.stdout and "--base-url" in done.stdout and "--db" in done.stdout
-    assert len((EXAMPLES / script).read_text().splitlines()) < 150
+    # Read in one sitting; the OpenAI one carries a transport for llama-cpp-python's server as well.
+    assert len((EXAMPLES / script).read_text().splitlines()) < 180
 
 
 def run_script(script: str, *args: str, drop: str) -> subprocess.CompletedProcess:
