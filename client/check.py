@@ -153,6 +153,17 @@ async def finish(
     )
 
 
+def half_used(run: Run) -> bool:
+    """Whether half the budget or more is spent: from then on a DONE ends the run."""
+    return 2 * (run.budget - run.used) <= run.budget
+
+
+def may_finish(run: Run) -> bool:
+    """Whether a DONE would end the run now, so the model may be offered it: something ran well (a DONE
+    before that is a misfire) and half the budget is spent."""
+    return run.best is not None and half_used(run)
+
+
 class Agent:
     """What both agents share: their connection, transcript and CHECK counters, and one metered LLM call."""
 
@@ -173,16 +184,16 @@ class Agent:
         # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
         # call or no parsable proposal, arguments that are not JSON, a tool not offered).
         self.refusals: Counter[str] = Counter()
-        self.done_questioned = False  # a DONE with most of the budget left is questioned once a run
 
     def early_done(self, run: Run) -> str | None:
-        """What the model is told of a DONE sent while more than half the budget is left, the first time
-        only (autoresearch loops are meant to keep going; a small model gives up after one good
-        version); None: the DONE ends the run. Counted as an "early_done" refusal."""
+        """What the model is told of a DONE sent while more than half the budget is left; None: the DONE
+        ends the run. An autoresearch loop keeps going while its owner is away: the budget is what the
+        owner asked for, the failure streak (--max-failures) what ends a model that only says DONE.
+        Counted as an "early_done" refusal and a failure."""
         left = run.budget - run.used
-        if self.done_questioned or 2 * left <= run.budget:
+        if half_used(run):
             return None
-        self.done_questioned = True
+        self.failures += 1
         self.refused(kind="early_done")
         return early_done_text(left, run.budget)
 

@@ -41,7 +41,7 @@ TEXT_SYSTEM_PROMPT = (
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
-def text_format(latest_version: int, ran_well: bool, whole_file: bool = False, revert: bool = True) -> str:
+def text_format(latest_version: int, offer_done: bool, whole_file: bool = False, revert: bool = True) -> str:
     """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
     "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran. `revert`
     False: the reply being answered was a revert, and offered another it sent REVERT v2 four times over."""
@@ -50,13 +50,16 @@ def text_format(latest_version: int, ran_well: bool, whole_file: bool = False, r
     options = [f"one line saying what you change, then {WHOLE_FILE_REPLY if whole_file else CODE_REPLY}"]
     if latest_version > 1 and revert:
         options.append(f"REVERT v<N> with N from 1 to {latest_version}")
-    if ran_well:  # DONE with nothing that ran well was a misfire, twice on one seed
+    if offer_done:  # only where a DONE would end the run (check.may_finish)
         options.append("DONE: <reason>")
     return "Reply with " + "; or ".join(options) + "."
 
 
-def text_nudge(reply: str, latest_version: int, ran_well: bool, whole_file: bool = False) -> str:
-    """The answer to a text reply the agent could not use: what was wrong with it, then the format."""
+def text_nudge(
+    reply: str, latest_version: int, ran_well: bool, whole_file: bool = False, offer_done: bool | None = None
+) -> str:
+    """The answer to a text reply the agent could not use: what was wrong with it, then the format
+    (DONE offered where `offer_done`, by default once something `ran_well`)."""
     if "SEARCH" in reply.upper() and "REPLACE" in reply.upper():
         wrong = f"Your edit was not in the form the agent reads. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
     elif "```" in reply:
@@ -65,7 +68,8 @@ def text_nudge(reply: str, latest_version: int, ran_well: bool, whole_file: bool
         wrong = "No version has run well yet: DONE is early."
     else:
         wrong = "Your reply held no ```python block."
-    return f"{wrong} {text_format(latest_version, ran_well, whole_file)}"
+    offer = ran_well if offer_done is None else offer_done
+    return f"{wrong} {text_format(latest_version, offer, whole_file)}"
 
 
 def repeat_hint(

@@ -26,6 +26,7 @@ from autoresearch_mcp.client.check import (
     StopReason,
     check,
     finish,
+    may_finish,
 )
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult, ToolSpec
@@ -164,7 +165,7 @@ class StatefulAgent(Agent):
                     continue
                 self.failures += 1
                 self.refused(kind="no_tool_call")
-                nudge = NUDGE if run.used > 0 else NO_EXPERIMENT_YET
+                nudge = (NUDGE if may_finish(run) else NUDGE_TOOL) if run.used > 0 else NO_EXPERIMENT_YET
                 self.turns.append(
                     Turn(assistant=assistant, user=Message(role="user", text=nudge), refused=True)
                 )
@@ -240,7 +241,7 @@ class StatefulAgent(Agent):
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
         files = self.config.task.files if len(self.config.task.files) > 1 else None
-        ran_well = run.best is not None
+        ran_well, offer_done = run.best is not None, may_finish(run)
         reply = read_text_reply(text, self.current_code, ran_well, files)
         if reply.action == "done":
             question = self.early_done(run)
@@ -254,14 +255,14 @@ class StatefulAgent(Agent):
             self.refused(kind=reply.kind)
             turn.refused = True
             turn.user.text = (
-                f"{reply.why_not} {text_format(self.latest_version, ran_well, self.whole_file)}"
+                f"{reply.why_not} {text_format(self.latest_version, offer_done, self.whole_file)}"
                 if reply.why_not
-                else text_nudge(text, self.latest_version, ran_well, self.whole_file)
+                else text_nudge(text, self.latest_version, ran_well, self.whole_file, offer_done)
             )
             return turn
         if reply.action == "revert":
             outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
-            turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, ran_well)
+            turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, offer_done)
             if outcome.ok:
                 # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
                 # call, so they count toward --max-failures' streak like any call that recorded nothing.
@@ -273,7 +274,7 @@ class StatefulAgent(Agent):
                 changed = await self._text_call(
                     turn, ToolName.REPLACE_FUNCTION, {"name": name, "source": source, **arguments}
                 )
-                turn.user.text = self._text_result(ToolName.REPLACE_FUNCTION, changed, ran_well)
+                turn.user.text = self._text_result(ToolName.REPLACE_FUNCTION, changed, offer_done)
                 if not changed.ok:
                     return turn
         else:
@@ -284,7 +285,7 @@ class StatefulAgent(Agent):
             else:
                 arguments["source"] = reply.source
             changed = await self._text_call(turn, ToolName.MODIFY_TRAIN_PY, arguments)
-            turn.user.text = self._text_result(ToolName.MODIFY_TRAIN_PY, changed, ran_well)
+            turn.user.text = self._text_result(ToolName.MODIFY_TRAIN_PY, changed, offer_done)
             if not changed.ok:
                 return turn
         measured = await self._text_call(turn, ToolName.RUN_BENCHMARK, {})
@@ -292,7 +293,7 @@ class StatefulAgent(Agent):
         self._account(ToolCall(id="text-bench", name=ToolName.RUN_BENCHMARK, arguments={}), measured, turn)
         return turn
 
-    def _text_result(self, tool: str, outcome: ToolOutcome, ran_well: bool) -> str:
+    def _text_result(self, tool: str, outcome: ToolOutcome, offer_done: bool) -> str:
         """A modify or revert result. A refusal or a revert, which no benchmark follows, restates the
         format: after "train.py has no version 3" or "train.py is now v4" alone the real model answered
         DONE or "Done: The code was optimized..."."""
@@ -305,7 +306,7 @@ class StatefulAgent(Agent):
         went_back = tool == ToolName.REVERT_TRAIN_PY and (
             outcome.ok or (outcome.refusal is not None and outcome.refusal.kind != "unknown_version")
         )
-        answer = text_format(self.latest_version, ran_well, self.whole_file, revert=not went_back)
+        answer = text_format(self.latest_version, offer_done, self.whole_file, revert=not went_back)
         return f"{result_text(tool, outcome)}\n{answer}"
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:

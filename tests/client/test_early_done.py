@@ -1,5 +1,6 @@
-"""A DONE while more than half the budget is left is questioned once, in every mode; a second DONE, or a
-DONE with half or less left, ends the run. End to end against the real stdio server, with the real
+"""A DONE while more than half the budget is left is answered "DONE is early", in every mode, and counts
+as a failure (a model that only says DONE ends on the failure streak); with half or less left, a DONE
+ends the run, and only then is DONE offered. End to end against the real stdio server, with the real
 OpenAI SDK talking to a local fake endpoint."""
 
 from pathlib import Path
@@ -12,7 +13,7 @@ from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from conftest import run_args
 from fakes import FakeOpenAIServer, chat_completion
 
-EARLY = "DONE is early: 5 of 6 experiments are left. Try an idea you have not tried yet."
+EARLY = "DONE is early: 3 of 4 experiments are left. Try an idea you have not tried yet."
 
 
 def last_user_text(body: dict[str, Any]) -> str:
@@ -20,15 +21,15 @@ def last_user_text(body: dict[str, Any]) -> str:
     return body["messages"][-1]["content"]
 
 
-def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int) -> list[str]:
+def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, *extra: str) -> Any:
     return run_args(
         tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
-        "--model", "m", "--iterations", str(iterations),
+        "--model", "m", "--iterations", str(iterations), *extra,
     )  # fmt: skip
 
 
 @pytest.mark.asyncio
-async def test_the_stateful_agent_questions_an_early_done_once_then_accepts_the_next(
+async def test_the_stateful_agent_answers_an_early_done_and_accepts_one_at_half_the_budget(
     tmp_path: Path, agent_server_env: None
 ):
     with FakeOpenAIServer() as fake:
@@ -38,13 +39,28 @@ async def test_the_stateful_agent_questions_an_early_done_once_then_accepts_the_
             chat_completion(None, [("run_experiment", {"params": {"x": 0.0}})]),
             chat_completion("DONE: x=0 is the optimum."),
         )
-        result = await run_session(toy_args(tmp_path, fake, 6), mode="stateful", seed=1)
+        result = await run_session(toy_args(tmp_path, fake, 4), mode="stateful", seed=1)
         bodies = fake.bodies("/chat/completions")
     assert result.stop_reason == "llm-done" and result.detail == "DONE: x=0 is the optimum."
     assert result.experiments == 2 and result.llm_calls == 4
     assert last_user_text(bodies[2]) == f"{EARLY} Call a tool for the next experiment."
     assert result.refusals == {"early_done": 1}
-    assert "DONE is early" not in last_user_text(bodies[3])  # asked once a run
+
+
+@pytest.mark.asyncio
+async def test_a_model_that_only_says_done_ends_on_the_failure_streak(tmp_path: Path, agent_server_env: None):
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(None, [("run_experiment", {"params": {"x": 0.1}})]),
+            *(chat_completion("DONE: nothing left to try.") for _ in range(3)),
+        )
+        result = await run_session(
+            toy_args(tmp_path, fake, 6, "--max-failures", "3"), mode="stateful", seed=1
+        )
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "failures" and result.experiments == 1 and result.llm_calls == 4
+    assert result.refusals == {"early_done": 3}
+    assert last_user_text(bodies[3]).startswith("DONE is early: 5 of 6 experiments are left.")
 
 
 @pytest.mark.asyncio
@@ -59,26 +75,32 @@ async def test_a_done_with_half_the_budget_left_ends_the_run_at_once(tmp_path: P
 
 
 @pytest.mark.asyncio
-async def test_a_text_reply_done_is_questioned_without_offering_done_in_the_same_breath(
+async def test_text_replies_are_offered_done_only_where_it_would_end_the_run(
     tmp_path: Path, agent_server_env: None
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
             chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
             chat_completion("DONE: The code is fast now."),
+            chat_completion("REVERT v1"),
+            chat_completion(f"Both fixes.\n```python\n{rewrites.source_after(2)}```"),
+            chat_completion("REVERT v2"),
             chat_completion("DONE: nothing else to try."),
         )
         args = run_args(
             tmp_path,
             *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
-            *("--model", "qwen2.5-coder", "--iterations", "6", "--code-replies", "text"),
+            *("--model", "qwen2.5-coder", "--iterations", "4", "--code-replies", "text"),
         )
         result = await run_session(args, mode="stateful", seed=42)
         bodies = fake.bodies("/chat/completions")
-    assert result.stop_reason == "llm-done" and result.experiments == 1 and result.llm_calls == 3
-    answer = last_user_text(bodies[2]).split("Your last reply was not used. ", 1)[1]
-    assert answer.startswith(EARLY) and answer.endswith("or REVERT v<N> with N from 1 to 2.")
-    assert "DONE:" not in answer.removeprefix(EARLY)
+    assert result.stop_reason == "llm-done" and result.experiments == 2 and result.llm_calls == 6
+    early = last_user_text(bodies[2]).split("Your last reply was not used. ", 1)[1]
+    assert early.startswith(EARLY) and early.endswith("or REVERT v<N> with N from 1 to 2.")
+    after_revert = last_user_text(bodies[3])  # 3 of 4 left: DONE is not offered
+    assert after_revert.startswith("train.py is now v3") and "DONE" not in after_revert
+    at_half = last_user_text(bodies[5])  # 2 of 4 left: now it is
+    assert at_half.startswith("train.py is now v5") and at_half.endswith("; or DONE: <reason>.")
     assert result.refusals == {"early_done": 1}
 
 
@@ -94,7 +116,7 @@ async def test_the_baselines_question_an_early_done_once_and_only_the_strong_one
             chat_completion('{"x": 0.0, "y": 0.0}'),
             chat_completion("DONE: at the optimum."),
         )
-        result = await run_session(toy_args(tmp_path, fake, 6), mode=mode, seed=1)
+        result = await run_session(toy_args(tmp_path, fake, 4), mode=mode, seed=1)
         prompts = [last_user_text(body) for body in fake.bodies("/chat/completions")]
     assert result.stop_reason == "llm-done" and result.experiments == 2 and result.llm_calls == 4
     assert result.refusals == {"early_done": 1}

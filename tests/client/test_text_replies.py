@@ -258,10 +258,10 @@ def test_done_ends_the_run_only_once_an_experiment_ran_well():
     assert "No version has run well yet: DONE is early." in text_nudge(
         "DONE: No improvements observed", latest_version=2, ran_well=False
     )
-    assert "DONE" not in text_format(latest_version=2, ran_well=False)
-    assert "DONE: <reason>" in text_format(latest_version=2, ran_well=True)
+    assert "DONE" not in text_format(latest_version=2, offer_done=False)
+    assert "DONE: <reason>" in text_format(latest_version=2, offer_done=True)
     # after a turn that showed the whole file, a refusal asks for the whole file too, not a function
-    whole = text_format(latest_version=2, ran_well=False, whole_file=True)
+    whole = text_format(latest_version=2, offer_done=False, whole_file=True)
     assert "the whole new train.py" in whole and "one def" not in whole
     assert "the whole new train.py" in text_nudge("hm", latest_version=2, ran_well=False, whole_file=True)
 
