@@ -41,6 +41,13 @@ def parse_revert(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
+# A revert is a line that says so: "Change the learning rate to 0.1 (revert... v3)", with no code, is not
+# one (Qwen2.5-Coder-1.5B, seed 456 of digits-mlp: read as reverts, six such replies changed nothing).
+_REVERT_LINE = re.compile(
+    r"^[\s*#>`_]*revert\b\W*(?:to\W*)?(?:version\W*)?v?(?P<version>\d+)", re.IGNORECASE | re.MULTILINE
+)
+
+
 def describe_reply(text: str, limit: int = 200) -> str:
     """The first line of a text reply outside its code block: what the model says the change does."""
     for line in text.split("```")[0].splitlines():
@@ -90,9 +97,8 @@ def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | 
             why_not = f"Your edit's SEARCH part was empty. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
             return TextReply("refused", why_not=why_not, kind="empty_edit")
         return TextReply("edits", edits=edits)
-    version = parse_revert(text)
-    if version is not None:
-        return TextReply("revert", version=version)
+    if (line := _REVERT_LINE.search(text)) is not None:
+        return TextReply("revert", version=int(line["version"]))
     if says_done(text) and ran_well:
         return TextReply("done")
     return TextReply("refused", kind="unparsed_reply")

@@ -291,6 +291,19 @@ def test_a_reply_that_opens_with_revert_and_holds_a_new_whole_file_is_that_file(
     assert read_text_reply(same, DIGITS_TRAIN, ran_well=True) == TextReply("revert", version=1)
 
 
+def test_a_revert_is_a_line_that_says_so_not_a_mention_in_prose():
+    # digits-mlp seed 456: the model's own replies, no code in them
+    for prose in (
+        "Change the learning rate to 0.1 (revert... v3)",
+        "Change the learning rate to 0.01 (reverted v3): `LEARNING_RATE = 0.01`",
+    ):
+        assert read_text_reply(prose, DIGITS_TRAIN, ran_well=True) == TextReply(
+            "refused", kind="unparsed_reply"
+        )
+    for line in ("REVERT v2", "Sure.\nREVERT v2", "**Revert to v2**", "revert: 2"):
+        assert read_text_reply(line, DIGITS_TRAIN, ran_well=True) == TextReply("revert", version=2)
+
+
 def test_an_edit_offering_a_revert_at_its_end_is_the_edit():
     edit = "Double it.\nSEARCH\ntotal += x\n=======\ntotal += 2 * x\n>>>>>>> REPLACE\nor REVERT v1"
     assert read_text_reply(edit, SOURCE, ran_well=True).action == "edits"
