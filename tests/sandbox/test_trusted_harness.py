@@ -105,8 +105,10 @@ def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing(
     honest = benchmark(REFERENCE_SOURCE)
     outcome = benchmark(source)
     assert honest.status == outcome.status == "ok", outcome
-    # Every call starts from nothing: the "cache" costs time instead of saving it.
-    assert outcome.metrics["time_ms"] > 0.5 * honest.metrics["time_ms"], (honest.metrics, outcome.metrics)
+    # Every call starts from nothing: the "cache" gains nothing. Judged against the reference timed beside
+    # it in the same run (a working cache answers in microseconds: a speedup in the hundreds); two runs'
+    # own times, taken apart, move with the machine's load (12.7 against 5.5 ms once, in CI).
+    assert outcome.metrics["speedup"] < 1.5 and honest.metrics["speedup"] < 1.5, (honest, outcome)
 
 
 @pytest.mark.skipif(landlock_abi() < 6, reason="signal scoping needs Landlock ABI 6")
