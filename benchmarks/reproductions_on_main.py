@@ -13,6 +13,7 @@ tests/escaped_entry.py (real builtins and modules) and no guard.
 """
 
 import asyncio
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -45,15 +46,11 @@ def payloads() -> dict[str, Any]:
         "from autoresearch_mcp.server.tasks.hpo_covertype.task import TRAIN_PY\n",
         namespace,
     )
-    for start, end in [
-        ("async def call(", "# -- 1."),
-        ("# -- 1.", "async def test_1"),
-        ("# -- 2.", "@pytest.mark.parametrize"),
-        ("# -- 3.", "@pytest.mark.parametrize"),
-        ("SPINNER = ", "async def test_4"),
-    ]:
+    # Each part runs from its start to the next test or decorator (tests gain markers, e.g. slow).
+    for start in ("async def call(", "# -- 1.", "# -- 2.", "# -- 3.", "SPINNER = "):
         first = text.index(start)
-        exec(text[first : text.index(end, first)], namespace)
+        end = re.compile(r"^(?:@pytest|async def test_|# -- \d)", re.MULTILINE).search(text, first + 1)
+        exec(text[first : end.start() if end else len(text)], namespace)
     return namespace
 
 
