@@ -56,10 +56,15 @@ def text_format(latest_version: int, offer_done: bool, whole_file: bool = False,
 
 
 def text_nudge(
-    reply: str, latest_version: int, ran_well: bool, whole_file: bool = False, offer_done: bool | None = None
+    reply: str,
+    latest_version: int,
+    ran_well: bool,
+    whole_file: bool = False,
+    offer_done: bool | None = None,
+    revert: bool = True,
 ) -> str:
     """The answer to a text reply the agent could not use: what was wrong with it, then the format
-    (DONE offered where `offer_done`, by default once something `ran_well`)."""
+    (DONE offered where `offer_done`, by default once something `ran_well`; REVERT where `revert`)."""
     if "SEARCH" in reply.upper() and "REPLACE" in reply.upper():
         wrong = f"Your edit was not in the form the agent reads. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
     elif "```" in reply:
@@ -69,7 +74,7 @@ def text_nudge(
     else:
         wrong = "Your reply held no ```python block."
     offer = ran_well if offer_done is None else offer_done
-    return f"{wrong} {text_format(latest_version, offer, whole_file)}"
+    return f"{wrong} {text_format(latest_version, offer, whole_file, revert)}"
 
 
 def repeat_hint(

@@ -96,6 +96,7 @@ class StatefulAgent(Agent):
         self.turns, self.latest_version, self.specs = [], 1, {}
         self.current_code, self.changed, self.last_result = "", [], None
         self.whole_file = False  # the last text turn showed the whole file and asked for it whole
+        self.reverted = False  # text replies: a revert happened since the last experiment
 
     async def run(self) -> AgentResult:
         task = self.config.task
@@ -248,25 +249,40 @@ class StatefulAgent(Agent):
             if question is None:
                 return ("llm-done", text.strip()[:300])
             turn.refused = True  # DONE is not offered again in this answer: it was just questioned
-            turn.user.text = f"{question} {text_format(self.latest_version, False, self.whole_file)}"
+            turn.user.text = f"{question} {self._format(False)}"
             return turn
         if reply.action == "refused":
             self.failures += 1
             self.refused(kind=reply.kind)
             turn.refused = True
             turn.user.text = (
-                f"{reply.why_not} {text_format(self.latest_version, offer_done, self.whole_file)}"
+                f"{reply.why_not} {self._format(offer_done)}"
                 if reply.why_not
-                else text_nudge(text, self.latest_version, ran_well, self.whole_file, offer_done)
+                else text_nudge(
+                    text, self.latest_version, ran_well, self.whole_file, offer_done, revert=not self.reverted
+                )
             )
             return turn
         if reply.action == "revert":
+            if self.reverted:
+                # One revert between experiments: a second measures nothing either, and the real model,
+                # answered after each, counted up REVERT v2, v3... v9 (seed 456 of digits-mlp).
+                self.failures += 1
+                self.refused(kind="second_revert")
+                turn.refused = True
+                turn.user.text = (
+                    "train.py went back to an earlier version with your last REVERT, and nothing has run"
+                    f" since: make a change now. {self._format(offer_done)}"
+                )
+                return turn
             outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
             turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, offer_done)
             if outcome.ok:
                 # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
                 # call, so they count toward --max-failures' streak like any call that recorded nothing.
                 self.failures += 1
+                self.reverted = turn.reverted = True
+                turn.user.text = f"Your REVERT v{reply.version} is done: {turn.user.text}"
             return turn
         arguments: dict[str, Any] = {"description": describe_reply(text)}
         if reply.functions is not None:
@@ -306,8 +322,14 @@ class StatefulAgent(Agent):
         went_back = tool == ToolName.REVERT_TRAIN_PY and (
             outcome.ok or (outcome.refusal is not None and outcome.refusal.kind != "unknown_version")
         )
-        answer = text_format(self.latest_version, offer_done, self.whole_file, revert=not went_back)
+        answer = self._format(offer_done, revert=not went_back)
         return f"{result_text(tool, outcome)}\n{answer}"
+
+    def _format(self, offer_done: bool, revert: bool = True) -> str:
+        """The reply format to restate; REVERT is not offered again before something has run."""
+        return text_format(
+            self.latest_version, offer_done, self.whole_file, revert=revert and not self.reverted
+        )
 
     async def _text_call(self, turn: Turn, tool: str, arguments: dict[str, Any]) -> ToolOutcome:
         """A call on behalf of a text reply; a refusal counts as a failure and marks the turn."""
@@ -323,6 +345,7 @@ class StatefulAgent(Agent):
         if not outcome.ok or call.name not in EXPERIMENT_TOOLS:
             return False
         turn.recorded_experiment = True
+        self.reverted = False
         result = outcome.as_model(ExperimentResult)
         self.last_result = result
         turn.failed_experiment = result.experiment.status not in ("ok", "running")

@@ -14,6 +14,7 @@ class Turn(BaseModel):
     recorded_experiment: bool = False
     failed_experiment: bool = False  # it recorded an experiment that crashed, was wrong or timed out
     refused: bool = False  # a reply that recorded nothing and changed nothing (text replies, nudges)
+    reverted: bool = False  # a text reply that put train.py back to an earlier version
 
 
 def select_window(turns: list[Turn], window: int | None, keep_failed: bool = False) -> list[Turn]:
@@ -31,11 +32,17 @@ def select_window(turns: list[Turn], window: int | None, keep_failed: bool = Fal
 def text_messages(first: Message, window: list[Turn]) -> list[Message]:
     """Text replies: the turn message, then the window, where a refused reply is not replayed: only
     what was wrong with it, added to the user message before it (the latest of a streak). Shown its own
-    refused reply, Qwen2.5-Coder-1.5B sent it again word for word (nine times in a row on one run)."""
+    refused reply, Qwen2.5-Coder-1.5B sent it again word for word (nine times in a row on one run).
+    A revert is not replayed either, only its result: the turn message already shows the file it put
+    back. Shown "REVERT v1", then its answer, the same model sent REVERT v2, v3... v9 (seed 456 of
+    digits-mlp), one version higher each call, until the failure streak ended the run."""
     messages, note = [first], ""
     for turn in window:
         if turn.refused:
             note = f"Your last reply was not used. {turn.user.text}"
+            continue
+        if turn.reverted:
+            note = turn.user.text
             continue
         messages = [*_with_note(messages, note), turn.assistant, turn.user]
         note = ""

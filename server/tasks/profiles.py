@@ -10,6 +10,7 @@ a verdict, so a candidate that forges one only misleads itself.
 import ast
 import math
 import re
+import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -150,6 +151,7 @@ _EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Iter
 
 
 _UNBOUND = re.compile(r"^UnboundLocalError: cannot access local variable '(?P<name>\w+)'")
+_UNDEFINED = re.compile(r"^NameError: name '(?P<name>\w+)' is not defined")
 
 
 def exception_line(traceback: str) -> str | None:
@@ -163,14 +165,26 @@ def exception_line(traceback: str) -> str | None:
     return None
 
 
+# The usual short names of modules, as a script imports them.
+_ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "sk": "sklearn"}
+
+
 def _meaning(exception: str) -> str:
-    """An UnboundLocalError means the function assigns the name somewhere (`W2 -= ...`), which makes it
+    """What Python's words leave a small model guessing.
+
+    An UnboundLocalError means the function assigns the name somewhere (`W2 -= ...`), which makes it
     local in the whole function: told only Python's message, the 1.5B model moved a training loop into
-    a function that updates module-level weights six versions in a row."""
-    unbound = _UNBOUND.match(exception)
-    if unbound is None:
-        return ""
-    name = unbound["name"]
-    return (
-        f" (the function assigns {name}, so {name} is local in all of it: `global {name}` for the module's)"
-    )
+    a function that updates module-level weights six versions in a row. A NameError on a module's name
+    means a missing import: told only "name 'json' is not defined", it sent the same file, without
+    `import json`, three times (seed 42 of digits-mlp)."""
+    if (unbound := _UNBOUND.match(exception)) is not None:
+        name = unbound["name"]
+        return f" (the function assigns {name}, so {name} is local in all of it: `global {name}` for the module's)"
+    if (undefined := _UNDEFINED.match(exception)) is not None:
+        name = undefined["name"]
+        module = _ALIASES.get(name, name)
+        if module.split(".")[0] in sys.stdlib_module_names or name in _ALIASES:
+            statement = f"import {module} as {name}" if name in _ALIASES else f"import {name}"
+            return f" (the file uses {name} without importing it: add `{statement}` at the top)"
+        return f" (no line that runs before this one defines {name}: define it, or use a name the file has)"
+    return ""

@@ -282,8 +282,9 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     assert len(third) == 2 and "I would make it faster." not in json.dumps(third)
     assert "Your last reply was not used. Your reply held no ```python block. " + FORMAT in third[-1]
     fourth = [m["content"] for m in bodies[3]["messages"]]
-    assert fourth[-1].startswith("train.py is now v3")  # the revert, then a change to send next, and
-    assert fourth[-1].endswith("or SEARCH/REPLACE edits; or DONE: <reason>.")  # not another revert
+    assert len(fourth) == 2  # the revert is not replayed either: its result, then a change to send next,
+    done = fourth[-1].split("\n\nYour REVERT v1 is done: train.py is now v3 (", 1)[1]
+    assert done.endswith(f"lines)\n{FORMAT}; or DONE: <reason>.")  # and not another revert
     conn = sqlite3.connect(tmp_path / "runs.db")
     try:
         versions = conn.execute(
@@ -431,6 +432,42 @@ async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make
     answer = note(bodies[2])
     assert answer.startswith("train.py v2 already equals v2")
     assert "REVERT" not in answer and answer.endswith("or SEARCH/REPLACE edits; or DONE: <reason>.")
+
+
+@pytest.mark.asyncio
+async def test_a_revert_is_not_replayed_and_a_second_one_before_anything_ran_is_refused(
+    tmp_path: Path, agent_server_env: None
+):
+    """Seed 456 of digits-mlp: shown "REVERT v1" and its answer, the model sent REVERT v2, v3... v9,
+    one version higher each call, each a new version, until the failure streak ended the run."""
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
+            chat_completion("REVERT v1"),
+            chat_completion("REVERT v2"),
+            chat_completion(f"Both fixes.\n```python\n{rewrites.source_after(2)}```"),
+        )
+        args = run_args(
+            tmp_path,
+            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
+        )
+        result = await run_session(args, mode="stateful", seed=42)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2
+    after_revert, after_second = bodies[2]["messages"], bodies[3]["messages"]
+    assert [m["role"] for m in after_revert] == ["system", "user"]  # the revert is not replayed
+    told = after_revert[-1]["content"]
+    assert "train.py now v3: revert to v1" in told
+    assert "Your REVERT v1 is done: train.py is now v3" in told and "REVERT v<N>" not in told
+    # The second revert made no version: the next request still shows v3, and no REVERT on offer.
+    assert "train.py now v3: revert to v1" in after_second[-1]["content"]
+    refused = note(bodies[3])
+    assert refused.startswith("train.py went back to an earlier version with your last REVERT")
+    assert "REVERT" not in refused.split("make a change now.", 1)[1]
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        versions = db.execute("SELECT count(*) FROM artifacts").fetchone()[0]
+    assert versions == 4  # v1, v2 (run), v3 (the revert), v4 (run): no version for the second revert
 
 
 @pytest.mark.parametrize("value", ["3", "-0.1", "warm"])

@@ -97,9 +97,9 @@ async def test_text_replies_are_offered_done_only_where_it_would_end_the_run(
     assert result.stop_reason == "llm-done" and result.experiments == 2 and result.llm_calls == 6
     early = last_user_text(bodies[2]).split("Your last reply was not used. ", 1)[1]
     assert early.startswith(EARLY) and early.endswith("or REVERT v<N> with N from 1 to 2.")
-    after_revert = last_user_text(bodies[3])  # 3 of 4 left: DONE is not offered
-    assert after_revert.startswith("train.py is now v3") and "DONE" not in after_revert
-    at_half = last_user_text(bodies[5])  # 2 of 4 left: now it is
+    after_revert = last_user_text(bodies[3]).split("\n\nYour REVERT v1 is done: ", 1)[1]
+    assert after_revert.startswith("train.py is now v3") and "DONE" not in after_revert  # 3 of 4 left
+    at_half = last_user_text(bodies[5]).split("\n\nYour REVERT v2 is done: ", 1)[1]  # 2 of 4 left
     assert at_half.startswith("train.py is now v5") and at_half.endswith("; or DONE: <reason>.")
     assert result.refusals == {"early_done": 1}
 

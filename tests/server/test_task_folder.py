@@ -387,6 +387,30 @@ def test_an_unbound_local_crash_says_that_the_function_assigns_the_name(tmp_path
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "meaning"),
+    [
+        (
+            'params = json.loads("{}")\n',
+            "(the file uses json without importing it: add `import json` at the top)",
+        ),
+        ("x = np.zeros(3)\n", "(the file uses np without importing it: add `import numpy as np` at the top)"),
+        (
+            "W1 = 0.5\nW1 -= LEARNING_RATE\n",
+            "(no line that runs before this one defines LEARNING_RATE: define it, or use a name the file has)",
+        ),
+    ],
+)
+def test_a_name_error_crash_says_what_is_missing(tmp_path, source, meaning):
+    """Seed 42 of digits-mlp: told only "name 'json' is not defined", the 1.5B model sent the same file,
+    without `import json`, three times; seed 123 dropped LEARNING_RATE's definition twice."""
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    stderr = subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stderr
+    line = exception_line(stderr)
+    assert line is not None and line.startswith("NameError: name ") and line.endswith(meaning)
+
+
 def test_a_code_folder_that_does_not_profile_asks_the_model_for_the_whole_file_not_for_edits(tmp_path):
     """No profile, no hot function: the file is the unit (offered functions, edits and whole files,
     Qwen2.5-Coder-1.5B mixed the three in one reply). A profiled folder keeps all three forms."""
