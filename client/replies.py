@@ -35,14 +35,9 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def parse_revert(text: str) -> int | None:
-    """`REVERT v3` (or `Revert to v3`, `revert: 3`) in a text reply: the version to go back to."""
-    match = re.search(r"\brevert\b\W*(?:to\W*)?(?:version\W*)?v?(\d+)", text, re.IGNORECASE)
-    return int(match.group(1)) if match else None
-
-
-# A revert is a line that says so: "Change the learning rate to 0.1 (revert... v3)", with no code, is not
-# one (Qwen2.5-Coder-1.5B, seed 456 of digits-mlp: read as reverts, six such replies changed nothing).
+# A revert is a line that says so (`REVERT v3`, `Revert to v3`, `**revert: 3**`): "Change the learning
+# rate to 0.1 (revert... v3)", with no code, is not one (Qwen2.5-Coder-1.5B, seed 456 of digits-mlp:
+# read as reverts, six such replies changed nothing).
 _REVERT_LINE = re.compile(
     r"^[\s*#>`_]*revert\b\W*(?:to\W*)?(?:version\W*)?v?(?P<version>\d+)", re.IGNORECASE | re.MULTILINE
 )
@@ -78,7 +73,7 @@ def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | 
     over a revert; a python block (new versions of some functions, or a whole file; or one edit with an
     empty SEARCH) over edits."""
     first = text.strip().splitlines()[0] if text.strip() else ""
-    if (version := parse_revert(first)) is not None and first.strip("*` ").upper().startswith("REVERT"):
+    if (opening := _REVERT_LINE.match(first)) is not None:
         # "REVERT v1" then the current version's function again (Qwen2.5-Coder-1.5B, four times) is a
         # revert: read as that function, each was refused as no change. "REVERT v2" then a whole new
         # train.py while v2 was current (five times) is the new file: read as a revert, each changed
@@ -86,7 +81,7 @@ def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | 
         code = _code_reply(text, current, files)
         if code.action in ("source", "functions") and _changes(code, current, files):
             return code
-        return TextReply("revert", version=version)
+        return TextReply("revert", version=int(opening["version"]))
     edits = parse_edits(text)
     if (code := _code_reply(text, current, files, edits)).action != "none":
         return code

@@ -300,7 +300,14 @@ def test_a_revert_is_a_line_that_says_so_not_a_mention_in_prose():
         assert read_text_reply(prose, DIGITS_TRAIN, ran_well=True) == TextReply(
             "refused", kind="unparsed_reply"
         )
-    for line in ("REVERT v2", "Sure.\nREVERT v2", "**Revert to v2**", "revert: 2"):
+    for line in (
+        "REVERT v2",
+        "Sure.\nREVERT v2",
+        "**Revert to v2**",
+        "revert: 2",
+        "> REVERT v2",
+        "# revert to version 2",
+    ):
         assert read_text_reply(line, DIGITS_TRAIN, ran_well=True) == TextReply("revert", version=2)
 
 
