@@ -31,6 +31,20 @@ def note(body: dict[str, Any]) -> str:
     return last["content"].split("Your last reply was not used. ", 1)[1]
 
 
+async def text_session(tmp_path: Path, *replies: str) -> tuple[Any, list[dict[str, Any]]]:
+    """A 2-experiment stateful run of codeopt-records with text replies, the model's `replies` in turn:
+    its result and the request bodies the model received."""
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(*(chat_completion(reply) for reply in replies))
+        args = run_args(
+            tmp_path,
+            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
+        )
+        result = await run_session(args, mode="stateful", seed=42)
+        return result, fake.bodies("/chat/completions")
+
+
 def experiments(db: Path) -> list[tuple]:
     conn = sqlite3.connect(db)
     try:
@@ -254,20 +268,13 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     in a python block (here the whole file); the agent sends it unchanged as modify_train_py's source,
     benchmarks it, and shows the result; REVERT v<N> and a reply with no code are handled too."""
     faster, fastest = rewrites.source_after(1), rewrites.source_after(2)
-    with FakeOpenAIServer() as fake:
-        fake.enqueue(
-            chat_completion(f"Copy the records with dict().\n```python\n{faster}```"),
-            chat_completion("I would make it faster."),
-            chat_completion("REVERT v1"),
-            chat_completion(f"**Two fixes at once**\n```python\n{fastest}```\nDone."),
-        )
-        args = run_args(
-            tmp_path,
-            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
-            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
-        )
-        result = await run_session(args, mode="stateful", seed=42)
-        bodies = fake.bodies("/chat/completions")
+    result, bodies = await text_session(
+        tmp_path,
+        f"Copy the records with dict().\n```python\n{faster}```",
+        "I would make it faster.",
+        "REVERT v1",
+        f"**Two fixes at once**\n```python\n{fastest}```\nDone.",
+    )
     assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 4
     assert result.refusals == {"unparsed_reply": 1}
     assert all("tools" not in body and "tool_choice" not in body for body in bodies)
@@ -415,19 +422,12 @@ async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make
 ):
     """Seed 42 of digits-mlp: offered REVERT again after each revert, the model sent REVERT v2 four
     times while v2's code was already there, then gave up."""
-    with FakeOpenAIServer() as fake:
-        fake.enqueue(
-            chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
-            chat_completion("REVERT v2"),
-            chat_completion(f"Both fixes.\n```python\n{rewrites.source_after(2)}```"),
-        )
-        args = run_args(
-            tmp_path,
-            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
-            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
-        )
-        result = await run_session(args, mode="stateful", seed=42)
-        bodies = fake.bodies("/chat/completions")
+    result, bodies = await text_session(
+        tmp_path,
+        f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```",
+        "REVERT v2",
+        f"Both fixes.\n```python\n{rewrites.source_after(2)}```",
+    )
     assert result.stop_reason == "budget" and result.experiments == 2
     answer = note(bodies[2])
     assert answer.startswith("train.py v2 already equals v2")
@@ -440,20 +440,13 @@ async def test_a_revert_is_not_replayed_and_a_second_one_before_anything_ran_is_
 ):
     """Seed 456 of digits-mlp: shown "REVERT v1" and its answer, the model sent REVERT v2, v3... v9,
     one version higher each call, each a new version, until the failure streak ended the run."""
-    with FakeOpenAIServer() as fake:
-        fake.enqueue(
-            chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
-            chat_completion("REVERT v1"),
-            chat_completion("REVERT v2"),
-            chat_completion(f"Both fixes.\n```python\n{rewrites.source_after(2)}```"),
-        )
-        args = run_args(
-            tmp_path,
-            *("--task", "codeopt-records", "--llm", "openai", "--base-url", fake.base_url),
-            *("--model", "qwen2.5-coder", "--iterations", "2", "--code-replies", "text"),
-        )
-        result = await run_session(args, mode="stateful", seed=42)
-        bodies = fake.bodies("/chat/completions")
+    result, bodies = await text_session(
+        tmp_path,
+        f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```",
+        "REVERT v1",
+        "REVERT v2",
+        f"Both fixes.\n```python\n{rewrites.source_after(2)}```",
+    )
     assert result.stop_reason == "budget" and result.experiments == 2
     after_revert, after_second = bodies[2]["messages"], bodies[3]["messages"]
     assert [m["role"] for m in after_revert] == ["system", "user"]  # the revert is not replayed
