@@ -2,7 +2,9 @@
 block is plainly not what it claims to be (cut off, part of the file)."""
 
 import ast
+import builtins
 import re
+import symtable
 
 from autoresearch_mcp.contract.edits import fence_body
 from autoresearch_mcp.contract.functions import all_functions, functions_in
@@ -39,12 +41,47 @@ def part_of_file(code: str, current: str, files: list[str] | None = None) -> str
             "defines. Send the whole new train.py, or the new version of one of its functions (the same "
             "name), or SEARCH/REPLACE edits."
         )
+    if files is None and (missing := _head_missing(code, current)):
+        return (
+            f"Your python block is not all of train.py: it uses {', '.join(missing[:8])}"
+            f"{' and more' if len(missing) > 8 else ''}, which train.py imports or defines and your block "
+            "never does. Send the whole new train.py, from its first line (the imports) to its last."
+        )
     if not all_functions(current, files) and 3 * len(code.splitlines()) < len(current.splitlines()):
         return (
             f"Your python block has {len(code.splitlines())} lines, train.py {len(current.splitlines())}: "
             "it looks like part of it. Send the whole new train.py, or SEARCH/REPLACE edits."
         )
     return None
+
+
+def _head_missing(code: str, current: str) -> list[str]:
+    """The module-level names the block reads, that train.py binds (imports, assignments) and the block
+    never does: the top of the file left out. Qwen2.5-Coder-1.5B answered digits-mlp's whole-file turn
+    with the file from `W2 = rng.normal(...)` to its end, five times on two seeds; taken as the file,
+    each crashed on `rng`, and sent again it was refused as a repeat of a version that crashed."""
+    try:
+        block, whole = symtable.symtable(code, "block", "exec"), symtable.symtable(current, "train", "exec")
+    except SyntaxError:
+        return []  # the server's check says what is wrong with it
+    if re.search(r"^\s*from\s+\S+\s+import\s+\*", code, re.MULTILINE):
+        return []  # a star import may bind any name
+    bound = {s.get_name() for s in whole.get_symbols() if s.is_assigned() or s.is_imported()}
+    defined = {s.get_name() for s in block.get_symbols() if s.is_assigned() or s.is_imported()}
+    read = _global_reads(block)
+    return sorted((read & bound) - defined - set(dir(builtins)))
+
+
+def _global_reads(table: symtable.SymbolTable) -> set[str]:
+    """The names a module or any scope in it reads from the module's globals."""
+    names = {
+        s.get_name()
+        for s in table.get_symbols()
+        if s.is_referenced() and (table.get_type() == "module" or s.is_global())
+    }
+    for child in table.get_children():
+        names |= _global_reads(child)
+    return names
 
 
 def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:

@@ -250,6 +250,29 @@ def test_a_block_that_lacks_the_files_functions_is_refused_not_taken_as_the_whol
     assert short.kind == "part_of_file" and "3 lines, train.py 30" in (short.why_not or "")
 
 
+def test_a_block_that_reads_names_only_the_top_of_train_py_defines_is_refused_before_it_runs():
+    """Seeds 123 and 456 of digits-mlp at 9cf0ae3: the 1.5B model answered the whole-file turn with the
+    file from `W2 = rng.normal(...)` to its end (this reply, word for word, but for the file's own
+    constants); taken as the file, each crashed on `rng`, and sent again it was refused as a repeat."""
+    tail = DIGITS_TRAIN[DIGITS_TRAIN.index("W2 = rng.normal") :]
+    reply = read_text_reply(
+        f"Change the learning rate from 0.05 to 0.01 for better performance.\n```python\n{tail}```",
+        DIGITS_TRAIN,
+        ran_well=True,
+    )
+    assert reply.action == "refused" and reply.kind == "part_of_file"
+    assert (reply.why_not or "").startswith(
+        "Your python block is not all of train.py: it uses BATCH, HIDDEN, LEARNING_RATE, X_train, X_val,"
+        " np, prepare, rng and more, which train.py imports or defines and your block never does."
+    )
+    # a whole file that dropped one import (seed 42, three crashes in a row) names that one
+    no_json = read_text_reply(f"```python\n{DIGITS_TRAIN.replace('import json', '')}```", DIGITS_TRAIN, True)
+    assert no_json.kind == "part_of_file" and "it uses json, which" in (no_json.why_not or "")
+    # a star import may bind anything: the block is the file, and the run says what it lacks
+    star = DIGITS_TRAIN.replace("import json", "from json import *")
+    assert read_text_reply(f"```python\n{star}```", DIGITS_TRAIN, True).action == "source"
+
+
 def test_done_ends_the_run_only_once_an_experiment_ran_well():
     early = read_text_reply(
         "DONE: No improvements observed after the 14th run.", DIGITS_TRAIN, ran_well=False
