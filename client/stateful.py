@@ -96,7 +96,6 @@ class StatefulAgent(Agent):
         self.turns, self.latest_version, self.specs = [], 1, {}
         self.current_code, self.changed, self.last_result = "", [], None
         self.whole_file = False  # the last text turn showed the whole file and asked for it whole
-        self.reverted = False  # text replies: a revert happened since the last experiment
 
     async def run(self) -> AgentResult:
         task = self.config.task
@@ -281,7 +280,7 @@ class StatefulAgent(Agent):
                 # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
                 # call, so they count toward --max-failures' streak like any call that recorded nothing.
                 self.failures += 1
-                self.reverted = turn.reverted = True
+                turn.reverted = True
                 turn.user.text = f"Your REVERT v{reply.version} is done: {turn.user.text}"
             return turn
         arguments: dict[str, Any] = {"description": describe_reply(text)}
@@ -325,6 +324,16 @@ class StatefulAgent(Agent):
         answer = self._format(offer_done, revert=not went_back)
         return f"{result_text(tool, outcome)}\n{answer}"
 
+    @property
+    def reverted(self) -> bool:
+        """Text replies: whether a revert happened since the last experiment."""
+        for turn in reversed(self.turns):
+            if turn.recorded_experiment:
+                return False
+            if turn.reverted:
+                return True
+        return False
+
     def _format(self, offer_done: bool, revert: bool = True) -> str:
         """The reply format to restate; REVERT is not offered again before something has run."""
         return text_format(
@@ -345,7 +354,6 @@ class StatefulAgent(Agent):
         if not outcome.ok or call.name not in EXPERIMENT_TOOLS:
             return False
         turn.recorded_experiment = True
-        self.reverted = False
         result = outcome.as_model(ExperimentResult)
         self.last_result = result
         turn.failed_experiment = result.experiment.status not in ("ok", "running")

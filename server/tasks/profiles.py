@@ -182,9 +182,13 @@ def _meaning(exception: str) -> str:
         return f" (the function assigns {name}, so {name} is local in all of it: `global {name}` for the module's)"
     if (undefined := _UNDEFINED.match(exception)) is not None:
         name = undefined["name"]
-        module = _ALIASES.get(name, name)
-        if module.split(".")[0] in sys.stdlib_module_names or name in _ALIASES:
-            statement = f"import {module} as {name}" if name in _ALIASES else f"import {name}"
-            return f" (the file uses {name} without importing it: add `{statement}` at the top)"
-        return f" (no line that runs before this one defines {name}: define it, or use a name the file has)"
+        if name in _ALIASES:
+            statement = f"import {_ALIASES[name]} as {name}"
+        elif name in sys.stdlib_module_names:
+            statement = f"import {name}"
+        else:
+            return (
+                f" (no line that runs before this one defines {name}: define it, or use a name the file has)"
+            )
+        return f" (the file uses {name} without importing it: add `{statement}` at the top)"
     return ""
