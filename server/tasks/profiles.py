@@ -11,6 +11,7 @@ import ast
 import math
 import re
 import sys
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -154,14 +155,15 @@ _UNBOUND = re.compile(r"^UnboundLocalError: cannot access local variable '(?P<na
 _UNDEFINED = re.compile(r"^NameError: name '(?P<name>\w+)' is not defined")
 
 
-def exception_line(traceback: str) -> str | None:
+def exception_line(traceback: str, modules: Collection[str] = ()) -> str | None:
     """`ModuleNotFoundError: No module named 'keras'`: the last line of `traceback` that names an
     exception, clipped, with what it means where Python's words leave a model guessing; None without
-    one. Told only the failing line (`from keras.models import Sequential`), Qwen2.5-Coder-1.5B sent
-    keras again in five versions of digits-mlp's train.py."""
+    one. `modules` are the names the script's own folder can import (`prepare` for prepare.py). Told
+    only the failing line (`from keras.models import Sequential`), Qwen2.5-Coder-1.5B sent keras again
+    in five versions of digits-mlp's train.py."""
     for text in reversed(traceback.splitlines()):
         if _EXCEPTION.match(text.strip()):
-            return text.strip()[:200] + _meaning(text.strip())
+            return text.strip()[:200] + _meaning(text.strip(), modules)
     return None
 
 
@@ -169,14 +171,15 @@ def exception_line(traceback: str) -> str | None:
 _ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "sk": "sklearn"}
 
 
-def _meaning(exception: str) -> str:
+def _meaning(exception: str, modules: Collection[str] = ()) -> str:
     """What Python's words leave a small model guessing.
 
     An UnboundLocalError means the function assigns the name somewhere (`W2 -= ...`), which makes it
     local in the whole function: told only Python's message, the 1.5B model moved a training loop into
     a function that updates module-level weights six versions in a row. A NameError on a module's name
     means a missing import: told only "name 'json' is not defined", it sent the same file, without
-    `import json`, three times (seed 42 of digits-mlp)."""
+    `import json`, three times (seed 42 of digits-mlp), and a stateless run dropped `import prepare`, the
+    folder's own module, from seven versions."""
     if (unbound := _UNBOUND.match(exception)) is not None:
         name = unbound["name"]
         return f" (the function assigns {name}, so {name} is local in all of it: `global {name}` for the module's)"
@@ -184,7 +187,7 @@ def _meaning(exception: str) -> str:
         name = undefined["name"]
         if name in _ALIASES:
             statement = f"import {_ALIASES[name]} as {name}"
-        elif name in sys.stdlib_module_names:
+        elif name in sys.stdlib_module_names or name in modules:
             statement = f"import {name}"
         else:
             return (

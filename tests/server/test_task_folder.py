@@ -411,6 +411,22 @@ def test_a_name_error_crash_says_what_is_missing(tmp_path, source, meaning):
     assert line is not None and line.startswith("NameError: name ") and line.endswith(meaning)
 
 
+@pytest.mark.asyncio
+async def test_a_name_error_on_a_module_of_the_folder_says_to_import_it(settings, tmp_path):
+    """A stateless digits-mlp run dropped `import prepare` (the folder's prepare.py) from seven versions;
+    "no line defines prepare" sent it looking for a definition instead of the import."""
+    folder = make_folder(tmp_path, script="x = prepare.load()\nprint('loss: 1')\n")
+    (folder / "prepare.py").write_text("def load():\n    return 1\n")
+    async with connected(settings, folder) as client:
+        run_id = (await call(client, "start_run", {"task": "bowl", "budget": 1}))["run_id"]
+        exp = (await call(client, "run_experiment", {"run_id": run_id, "params": {}}))["experiment"]
+    assert exp["status"] == "crash"
+    assert "at line 1: x = prepare.load(): NameError: name 'prepare' is not defined" in exp["error_tail"]
+    assert (
+        "(the file uses prepare without importing it: add `import prepare` at the top)" in exp["error_tail"]
+    )
+
+
 def test_a_code_folder_that_does_not_profile_asks_the_model_for_the_whole_file_not_for_edits(tmp_path):
     """No profile, no hot function: the file is the unit (offered functions, edits and whole files,
     Qwen2.5-Coder-1.5B mixed the three in one reply). A profiled folder keeps all three forms."""

@@ -166,6 +166,19 @@ class TaskFolder(BaseModel):
     reads: tuple[Path, ...] = Field(description="the declared extra read paths, absolute")
     originals: tuple[tuple[str, str], ...] = Field(description="(file, source) of each `edit` file")
 
+    def modules(self) -> frozenset[str]:
+        """The names the script can import from its own folder: `prepare` for prepare.py, a package
+        for a directory with an __init__.py."""
+        try:
+            entries = list(self.path.iterdir())
+        except OSError:
+            return frozenset()
+        return frozenset(
+            entry.stem if entry.suffix == ".py" else entry.name
+            for entry in entries
+            if (entry.suffix == ".py" and entry.is_file()) or (entry / "__init__.py").is_file()
+        )
+
 
 def load_folder(folder: Path | str) -> TaskFolder:
     """Read and check a task folder, or raise one ResearchError that says what to fix where."""

@@ -203,7 +203,7 @@ class FolderTask(Task):
             )
         if report.returncode != 0:
             at = failing_line(report.stderr_tail, tuple(self.editable()))
-            raised = exception_line(report.stderr_tail)
+            raised = exception_line(report.stderr_tail, self.loaded.modules())
             return Outcome(
                 status="crash",
                 error_tail=f"the script exited with status {report.returncode}"
