@@ -58,6 +58,18 @@ max_failures_arg = whole_number("expected", 1, unit="calls in a row")
 seed_arg = whole_number("expected", 0, MAX_SEED)
 
 
+def done_from_arg(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and 0 < number <= 1):
+        raise argparse.ArgumentTypeError(
+            f"expected a share of the budget above 0 and at most 1, not {value!r}"
+        )
+    return number
+
+
 def window_arg(value: str) -> int | None:
     if value == "auto":
         return None
@@ -234,6 +246,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         type=max_failures_arg,
         default=5,
         help="stop after this many calls in a row without a good experiment (refusals, crashes, reverts)",
+    )
+    parser.add_argument(
+        "--done-from",
+        type=done_from_arg,
+        default=0.5,
+        metavar="SHARE",
+        help="the share of the budget spent from which the model's DONE ends the run (default 0.5; 1: the"
+        " whole budget, whatever the model says); before it the model is told how many are left",
     )
     parser.add_argument(
         "--from-run",

@@ -42,6 +42,13 @@ class AgentConfig(BaseModel):
         default=None,
         description="stateful: last N messages kept; None = only those since the last experiment",
     )
+    done_from: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="the share of the budget spent from which a DONE ends the run; before it the model is "
+        "told how many experiments are left (1: never, the whole budget as karpathy's NEVER STOP)",
+    )
     max_tokens: int = 1024
     code_replies: Literal["tool", "text"] = Field(
         default="tool",
@@ -153,15 +160,16 @@ async def finish(
     )
 
 
-def half_used(run: Run) -> bool:
-    """Whether half the budget or more is spent: from then on a DONE ends the run."""
-    return 2 * (run.budget - run.used) <= run.budget
+def done_allowed(run: Run, done_from: float) -> bool:
+    """Whether the share `done_from` of the budget is spent: from then on a DONE ends the run (at 1,
+    only once the budget itself has ended it)."""
+    return run.used >= done_from * run.budget
 
 
-def may_finish(run: Run) -> bool:
+def may_finish(run: Run, done_from: float) -> bool:
     """Whether a DONE would end the run now, so the model may be offered it: something ran well (a DONE
-    before that is a misfire) and half the budget is spent."""
-    return run.best is not None and half_used(run)
+    before that is a misfire) and the share `done_from` of the budget is spent."""
+    return run.best is not None and done_allowed(run, done_from)
 
 
 class Agent:
@@ -186,12 +194,12 @@ class Agent:
         self.refusals: Counter[str] = Counter()
 
     def early_done(self, run: Run) -> str | None:
-        """What the model is told of a DONE sent while more than half the budget is left; None: the DONE
-        ends the run. An autoresearch loop keeps going while its owner is away: the budget is what the
+        """What the model is told of a DONE sent before the share `done_from` of the budget is spent;
+        None: the DONE ends the run. An autoresearch loop keeps going while its owner is away: the budget is what the
         owner asked for, the failure streak (--max-failures) what ends a model that only says DONE.
         Counted as an "early_done" refusal and a failure."""
         left = run.budget - run.used
-        if half_used(run):
+        if done_allowed(run, self.config.done_from):
             return None
         self.failures += 1
         self.refused(kind="early_done")

@@ -117,6 +117,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         },
         "code_replies": args.code_replies,
         "max_failures": args.max_failures,
+        "done_from": args.done_from,
         "window": "auto (messages since the last experiment)"
         if args.window is None
         else f"{args.window} messages",

@@ -247,7 +247,7 @@ def stateless_code(
 
 
 def early_done_text(left: int, budget: int) -> str:
-    """The answer to a DONE with more than half the budget left (Agent.early_done)."""
+    """The answer to a DONE sent before a DONE may end the run (Agent.early_done)."""
     return f"DONE is early: {left} of {budget} experiments are left. Try an idea you have not tried yet."
 
 

@@ -178,6 +178,7 @@ async def run_session(
                 task=task,
                 iterations=max(1, run.budget - run.used),
                 max_failures=args.max_failures,
+                done_from=args.done_from,
                 window=args.window,
                 max_tokens=args.max_tokens,
                 code_replies=args.code_replies,

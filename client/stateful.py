@@ -165,7 +165,11 @@ class StatefulAgent(Agent):
                     continue
                 self.failures += 1
                 self.refused(kind="no_tool_call")
-                nudge = (NUDGE if may_finish(run) else NUDGE_TOOL) if run.used > 0 else NO_EXPERIMENT_YET
+                nudge = (
+                    (NUDGE if may_finish(run, self.config.done_from) else NUDGE_TOOL)
+                    if run.used > 0
+                    else NO_EXPERIMENT_YET
+                )
                 self.turns.append(
                     Turn(assistant=assistant, user=Message(role="user", text=nudge), refused=True)
                 )
@@ -241,7 +245,7 @@ class StatefulAgent(Agent):
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
         files = self.config.task.files if len(self.config.task.files) > 1 else None
-        ran_well, offer_done = run.best is not None, may_finish(run)
+        ran_well, offer_done = run.best is not None, may_finish(run, self.config.done_from)
         reply = read_text_reply(text, self.current_code, ran_well, files)
         if reply.action == "done":
             question = self.early_done(run)

@@ -125,3 +125,36 @@ async def test_the_baselines_question_an_early_done_once_and_only_the_strong_one
     if mode == "stateless":
         assert prompts[2] == prompts[1]  # the paper's baseline is asked again, unchanged
     assert "DONE is early" not in prompts[3]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["stateful", "stateless", "stateless-strong"])
+async def test_done_from_one_keeps_every_mode_going_to_the_end_of_the_budget(
+    mode: str, tmp_path: Path, agent_server_env: None
+):
+    """The owner's --done-from 1: a DONE with 1 of 3 experiments left is answered "DONE is early" in
+    every mode, and the run ends on its budget (at the default 0.5 that DONE would have ended it)."""
+    proposal = (
+        (lambda x: chat_completion(None, [("run_experiment", {"params": {"x": x}})]))
+        if mode == "stateful"
+        else (lambda x: chat_completion(f'{{"x": {x}, "y": 0.0}}'))
+    )
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(proposal(0.2), proposal(0.1), chat_completion("DONE: close enough."), proposal(0.0))
+        result = await run_session(toy_args(tmp_path, fake, 3, "--done-from", "1"), mode=mode, seed=1)
+        prompts = [last_user_text(body) for body in fake.bodies("/chat/completions")]
+    assert result.stop_reason == "budget" and result.experiments == 3 and result.llm_calls == 4
+    assert result.refusals == {"early_done": 1}
+    assert ("DONE is early: 1 of 3 experiments are left." in prompts[3]) is (mode != "stateless")
+    if mode == "stateful":
+        assert (
+            prompts[3] == "DONE is early: 1 of 3 experiments are left. Try an idea you have not tried yet."
+            " Call a tool for the next experiment."
+        )
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "-0.2", "half", "nan"])
+def test_done_from_outside_zero_to_one_is_refused_before_anything_runs(value: str, tmp_path: Path, capsys):
+    with pytest.raises(SystemExit):
+        run_args(tmp_path, "--task", "toy-quadratic", "--llm", "scripted", "--done-from", value)
+    assert f"expected a share of the budget above 0 and at most 1, not '{value}'" in capsys.readouterr().err
