@@ -38,11 +38,16 @@ def whole_number(subject: str, low: int, high: int | None = None, unit: str = ""
     return parse
 
 
-def positive_seconds(value: str) -> float:
+def _number(value: str) -> float:
+    """`value` as a float, nan where it is not a number (every check below then refuses it)."""
     try:
-        number = float(value)
+        return float(value)
     except ValueError:
-        number = math.nan
+        return math.nan
+
+
+def positive_seconds(value: str) -> float:
+    number = _number(value)
     if not (math.isfinite(number) and number > 0):
         raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, not {value!r}")
     return number
@@ -59,10 +64,7 @@ seed_arg = whole_number("expected", 0, MAX_SEED)
 
 
 def done_from_arg(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
+    number = _number(value)
     if not (math.isfinite(number) and 0 < number <= 1):
         raise argparse.ArgumentTypeError(
             f"expected a share of the budget above 0 and at most 1, not {value!r}"

@@ -166,12 +166,6 @@ def done_allowed(run: Run, done_from: float) -> bool:
     return run.used >= done_from * run.budget
 
 
-def may_finish(run: Run, done_from: float) -> bool:
-    """Whether a DONE would end the run now, so the model may be offered it: something ran well (a DONE
-    before that is a misfire) and the share `done_from` of the budget is spent."""
-    return run.best is not None and done_allowed(run, done_from)
-
-
 class Agent:
     """What both agents share: their connection, transcript and CHECK counters, and one metered LLM call."""
 
@@ -195,8 +189,8 @@ class Agent:
 
     def early_done(self, run: Run) -> str | None:
         """What the model is told of a DONE sent before the share `done_from` of the budget is spent;
-        None: the DONE ends the run. An autoresearch loop keeps going while its owner is away: the budget is what the
-        owner asked for, the failure streak (--max-failures) what ends a model that only says DONE.
+        None: the DONE ends the run. An autoresearch loop keeps going while its owner is away: the
+        budget is what the owner asked for, the failure streak (--max-failures) what ends a model that only says DONE.
         Counted as an "early_done" refusal and a failure."""
         left = run.budget - run.used
         if done_allowed(run, self.config.done_from):
@@ -204,6 +198,11 @@ class Agent:
         self.failures += 1
         self.refused(kind="early_done")
         return early_done_text(left, run.budget)
+
+    def may_finish(self, run: Run) -> bool:
+        """Whether a DONE would end the run now, so the model may be offered it: something ran well (a
+        DONE before that is a misfire) and the share `done_from` of the budget is spent."""
+        return run.best is not None and done_allowed(run, self.config.done_from)
 
     def refusal_text(self, tool: str, outcome: ToolOutcome, sent: dict[str, Any]) -> str:
         """What the model is told of a refused call: the server's message, and after an exact repeat a

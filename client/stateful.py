@@ -26,7 +26,6 @@ from autoresearch_mcp.client.check import (
     StopReason,
     check,
     finish,
-    may_finish,
 )
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message, ToolCall, ToolResult, ToolSpec
@@ -165,11 +164,7 @@ class StatefulAgent(Agent):
                     continue
                 self.failures += 1
                 self.refused(kind="no_tool_call")
-                nudge = (
-                    (NUDGE if may_finish(run, self.config.done_from) else NUDGE_TOOL)
-                    if run.used > 0
-                    else NO_EXPERIMENT_YET
-                )
+                nudge = (NUDGE if self.may_finish(run) else NUDGE_TOOL) if run.used > 0 else NO_EXPERIMENT_YET
                 self.turns.append(
                     Turn(assistant=assistant, user=Message(role="user", text=nudge), refused=True)
                 )
@@ -245,7 +240,7 @@ class StatefulAgent(Agent):
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
         files = self.config.task.files if len(self.config.task.files) > 1 else None
-        ran_well, offer_done = run.best is not None, may_finish(run, self.config.done_from)
+        ran_well, offer_done = run.best is not None, self.may_finish(run)
         reply = read_text_reply(text, self.current_code, ran_well, files)
         if reply.action == "done":
             question = self.early_done(run)
