@@ -3,15 +3,18 @@ or serve_stdio) with one tool more, `floor`, of get_run_summary's shape with not
 tool call costs in the SDK); and `prefill`, a long run written through the import path before the
 server starts.
 
-    python benchmarks/load_server.py --db runs.db [--transport http --port 8765]
+    python benchmarks/load_server.py --db runs.db [--transport http --port 8765 [--trace FILE]]
 """
 
 import argparse
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import uvicorn
+from starlette.applications import Starlette
 
 from autoresearch_mcp.contract.models import Experiment, Run, SummaryText
 from autoresearch_mcp.contract.transfer import RunDocument
@@ -34,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--trace", type=Path, help="HTTP: time every request, written here at shutdown")
     args = parser.parse_args(argv)
 
     async def floor(run_id: str | None = None) -> SummaryText:
@@ -44,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.transport == "http":
         app = build_http_app(settings, host=args.host)
         app.state.mcp.tool()(floor)
+        if args.trace is not None:
+            traced(app, args.trace)
         uvicorn.Server(uvicorn_config(app, args.host, args.port)).run()
         return 0
     with Research(settings) as research:
@@ -51,6 +57,28 @@ def main(argv: list[str] | None = None) -> int:
         mcp.tool()(floor)
         anyio.run(serve_stdio, mcp)
     return 0
+
+
+def traced(app: Starlette, path: Path) -> None:
+    """load_trace.py's request timer, loop watcher and collection log on the app; written at shutdown."""
+    from load_trace import ServerTrace, TraceRequests
+
+    trace = ServerTrace()
+    trace.collections.install()
+    app.add_middleware(TraceRequests, trace=trace)
+    serving = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with serving(app), anyio.create_task_group() as tg:
+            tg.start_soon(trace.watch_loop)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+                trace.write(path)
+
+    app.router.lifespan_context = lifespan
 
 
 PREFILLED = "r-1000ad0000"

@@ -21,10 +21,15 @@ Reports per-call latency (p50, p95, p99, max), read throughput (calls/s over the
 error count (error results and exceptions; it should be 0). Clients run in this one Python process
 (asyncio), so latencies include client-side work on the same cores as the server side.
 
-    python benchmarks/load_test.py --clients 8 --calls 2000 [--experiments 100000] --out benchmarks/load_test.md
+`--trace` (HTTP) has the server time every request too (benchmarks/load_trace.py), and splits the
+slowest calls into the time before the server's app saw them, inside it and after it answered, beside
+the event-loop stalls, garbage collections and experiment starts that overlapped them.
+
+    python benchmarks/load_test.py --clients 8 --calls 2000 [--experiments 100000] [--trace] --out benchmarks/load_test.md
 """
 
 import argparse
+import gc
 import importlib
 import os
 import platform
@@ -68,6 +73,7 @@ class LoadConfig:
     transport: Literal["http", "stdio"] = "http"
     experiments: int = 0  # recorded before the load starts
     profile: Path | None = None  # HTTP: py-spy samples of the server, written here (server_profile.py)
+    trace: bool = False  # HTTP: where each slow call's time went (load_trace.py)
 
 
 @dataclass
@@ -80,6 +86,8 @@ class LoadResult:
     summaries_while_running: int = 0  # get_run_summary answers that showed an experiment in flight
     cpu_s: tuple[float, ...] = ()  # CPU seconds over the read phase: the clients' process, the server's
     load_before: tuple[float, float, float] = field(default_factory=_load_average)
+    calls_traced: list[Any] = field(default_factory=list)  # load_trace.ClientCall, with --trace
+    server_trace: str = ""  # with --trace: the lines load_trace.slow_call_lines wrote
 
     @property
     def calls(self) -> int:
@@ -113,10 +121,15 @@ def _free_port() -> int:
 
 @contextmanager
 def http_server(
-    db: Path, data_dir: Path, profile: Path | None = None, pids: list[int] | None = None
+    db: Path,
+    data_dir: Path,
+    profile: Path | None = None,
+    pids: list[int] | None = None,
+    trace: Path | None = None,
 ) -> Iterator[str]:
     """`serve --transport http` on a free loopback port; yields the MCP URL; stopped on exit. With
-    `profile`, the server is sampled (py-spy) while it serves."""
+    `profile`, the server is sampled (py-spy) while it serves; with `trace`, it times every request and
+    writes the times there when it stops."""
     port = _free_port()
     log = db.parent / "server.log"
     with log.open("w") as out:
@@ -130,6 +143,7 @@ def http_server(
                 "127.0.0.1",
                 "--port",
                 str(port),
+                *(["--trace", str(trace)] if trace else []),
             ],
             env=_env(data_dir),
             stdout=out,
@@ -172,14 +186,15 @@ def _sibling(name: str) -> Any:
 
 
 @asynccontextmanager
-async def connect(target: str | StdioServerParameters) -> AsyncIterator[Client]:
+async def connect(target: str | StdioServerParameters, name: str = "") -> AsyncIterator[Client]:
+    """A client of the server; over HTTP its requests carry `name` (load_trace.py matches them by it)."""
     if isinstance(target, StdioServerParameters):
         async with Client(target) as client:
             yield client
         return
     timeout = httpx2.Timeout(CALL_TIMEOUT_S, read=CALL_TIMEOUT_S)
     async with (
-        httpx2.AsyncClient(timeout=timeout) as http,
+        httpx2.AsyncClient(timeout=timeout, headers={"x-load-client": name}) as http,
         Client(streamable_http_client(target, http_client=http)) as client,
     ):
         yield client
@@ -209,7 +224,9 @@ async def _drive(
             result.errors.append(f"driver run_experiment: {exc!r}"[:300])
 
 
-async def _read(client: Client, run_id: str, calls: int, deadline: float, result: LoadResult) -> None:
+async def _read(
+    client: Client, name: str, run_id: str, calls: int, deadline: float, result: LoadResult
+) -> None:
     args = {
         "get_run_summary": {"run_id": run_id},
         "floor": {"run_id": run_id},
@@ -220,20 +237,27 @@ async def _read(client: Client, run_id: str, calls: int, deadline: float, result
         if time.monotonic() > deadline:
             return
         tool = READ_TOOLS[i % len(READ_TOOLS)]
-        started = time.perf_counter()
+        started, since = time.perf_counter(), time.monotonic()
         try:
             if tool == "discover":
                 with anyio.fail_after(CALL_TIMEOUT_S):
                     await client.session.send_discover(client.protocol_version)  # sent every time
                 result.latencies[tool].append(time.perf_counter() - started)
+                _traced(result, name, tool, since)
                 continue
             body = await _call(client, tool, args[tool])
         except Exception as exc:
             result.errors.append(f"{tool}: {exc!r}"[:300])
             continue
         result.latencies[tool].append(time.perf_counter() - started)
+        _traced(result, name, tool, since)
         if tool == "get_run_summary" and _experiment_running(body["summary"]):
             result.summaries_while_running += 1
+
+
+def _traced(result: LoadResult, name: str, tool: str, since: float) -> None:
+    if result.config.trace:
+        result.calls_traced.append(_sibling("load_trace").ClientCall(name, tool, since, time.monotonic()))
 
 
 def _experiment_running(summary: str) -> bool:
@@ -249,10 +273,13 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
         if config.experiments:
             _sibling("load_server").prefill(db, config.experiments)
         pids: list[int] = []
-        with servers(config, db, data_dir, pids) as target:
+        trace = Path(tmp) / "trace.json" if config.trace else None
+        client_gc = _sibling("load_trace").Collections().install() if trace else None
+        with servers(config, db, data_dir, pids, trace) as target:
             async with AsyncExitStack() as stack:
                 clients = [
-                    await stack.enter_async_context(connect(target(i))) for i in range(config.clients + 1)
+                    await stack.enter_async_context(connect(target(i), str(i)))
+                    for i in range(config.clients + 1)
                 ]
                 driver, readers = clients[0], clients[1:]
                 if config.experiments:
@@ -275,22 +302,28 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                     for i in range(config.calls % config.clients):
                         per_client[i] += 1
                     async with anyio.create_task_group() as reads:
-                        for client, calls in zip(readers, per_client, strict=True):
-                            reads.start_soon(_read, client, run_id, calls, deadline, result)
+                        for i, (client, calls) in enumerate(zip(readers, per_client, strict=True), 1):
+                            reads.start_soon(_read, client, str(i), run_id, calls, deadline, result)
                     result.read_seconds = time.monotonic() - begin
                     result.cpu_s = tuple(
                         after - before for after, before in zip(_cpu_seconds(pids), cpu, strict=True)
                     )
                     done.set()
+        if trace is not None and client_gc is not None:  # the server wrote it as it stopped
+            gc.callbacks.remove(client_gc)
+            lines = _sibling("load_trace").slow_call_lines(trace, result.calls_traced, client_gc)
+            result.server_trace = "\n".join(lines)
     return result
 
 
 @contextmanager
-def servers(config: LoadConfig, db: Path, data_dir: Path, pids: list[int]) -> Iterator[Any]:
+def servers(
+    config: LoadConfig, db: Path, data_dir: Path, pids: list[int], trace: Path | None = None
+) -> Iterator[Any]:
     """Yields target(i): what client i connects to (the one HTTP URL, or its own stdio server); `pids`
     gets the HTTP server's process id."""
     if config.transport == "http":
-        with http_server(db, data_dir, config.profile, pids) as url:
+        with http_server(db, data_dir, config.profile, pids, trace) as url:
             yield lambda i: url
         return
     params = StdioServerParameters(command=sys.executable, args=_serve_args(db), env=_env(data_dir))
@@ -373,6 +406,8 @@ def report(result: LoadResult, command: str) -> str:
         ]
     if result.errors:
         lines += ["", "First errors:", "", *[f"- `{e}`" for e in result.errors[:10]]]
+    if result.server_trace:
+        lines += result.server_trace.split("\n")
     if c.profile is not None:
         lines += _sibling("server_profile").report_lines(
             c.profile, ("get_run_summary", "floor", *READ_TOOLS[3:])
@@ -390,8 +425,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transport", choices=["http", "stdio"], default="http")
     parser.add_argument("--experiments", type=int, default=0, help="experiments recorded before the load")
     parser.add_argument("--profile", type=Path, help="HTTP: sample the server with py-spy, raw stacks here")
+    parser.add_argument(
+        "--trace", action="store_true", help="HTTP: time each request in the server too; split the slow calls"
+    )
     parser.add_argument("--out", type=Path, help="also write the Markdown report here")
     args = parser.parse_args(argv)
+    if args.trace and args.transport != "http":
+        parser.error("--trace times requests in the HTTP server: use it with --transport http")
     if not 1 <= args.clients <= 64 or not 1 <= args.calls <= 100_000 or not 0 < args.max_seconds <= 3600:
         parser.error("bounds: 1..64 clients, 1..100000 calls, 0..3600 s")
     config = LoadConfig(
@@ -402,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         args.transport,
         args.experiments,
         args.profile.resolve() if args.profile else None,
+        args.trace,
     )
     result = anyio.run(run_load, config)
     command = "python benchmarks/load_test.py " + shlex.join(argv)

@@ -24,7 +24,9 @@ def load_test_module() -> ModuleType:
 @pytest.mark.asyncio
 async def test_two_http_clients_reading_while_an_experiment_runs_see_no_errors(tmp_path: Path):
     load = load_test_module()
-    config = load.LoadConfig(clients=2, calls=20, max_seconds=60, experiment_sleep=0.2, transport="http")
+    config = load.LoadConfig(
+        clients=2, calls=20, max_seconds=60, experiment_sleep=0.2, transport="http", trace=True
+    )
     result = await load.run_load(config, workdir=tmp_path)
     assert result.errors == []
     assert result.calls == 20
@@ -32,4 +34,8 @@ async def test_two_http_clients_reading_while_an_experiment_runs_see_no_errors(t
     assert result.summaries_while_running >= 1  # the readers read while an experiment was running
     text = load.report(result, "smoke")
     assert "Errors: **0**" in text and "| `get_run_summary` | 4 |" in text
+    # --trace: the server timed each request, and every client call found its own request there
+    assert len(result.calls_traced) == 20
+    for tool in load.READ_TOOLS:
+        assert f"| `{tool}` | median | 1 | 1 |" in text and f"| `{tool}` | slowest 4 | 4 | 4 |" in text
     assert list(tmp_path.iterdir()) == []  # the temporary database and server log are gone
