@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
+from autoresearch_mcp.client.knobs import knob_hint
 from autoresearch_mcp.client.llm.base import ContextWindowError, LLMRequest, LLMResponse, billed_input
 from autoresearch_mcp.client.meter import Transcript, input_tokens
 from autoresearch_mcp.client.prompts import early_done_text, repeat_hint
@@ -182,6 +183,10 @@ class Agent:
         self.failures = 0
         self.calls = 0
         self.repeats = 0  # exact-repeat refusals so far: the hint after each names another param
+        # Code tasks: train.py as the run began and as it is now (each agent keeps them current), and
+        # the change suggestions made so far (knobs.py: each names the next setting).
+        self.code_first = self.code_now = ""
+        self.ideas = 0
         self.provider_ratio = 1.0  # the provider's input count over the meter's, on the last call
         # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
         # call or no parsable proposal, arguments that are not JSON, a tool not offered).
@@ -197,7 +202,18 @@ class Agent:
             return None
         self.failures += 1
         self.refused(kind="early_done")
-        return early_done_text(left, run.budget)
+        return self.with_idea(early_done_text(left, run.budget))
+
+    def with_idea(self, text: str) -> str:
+        """`text`, and for a code reply that changed nothing (an early DONE, train.py resent as it is, a
+        revert to the version it is on) one change to make: "For example, set HIDDEN = 64 (it is 32;
+        ...)", naming the next setting of train.py each time (knobs.py). Unchanged for a params task or
+        a file without settings."""
+        hint = knob_hint(self.code_now, self.code_first, self.ideas) if self.code_now else None
+        if hint is None:
+            return text
+        self.ideas += 1
+        return f"{text}{'' if text.endswith('.') else '.'} {hint}"
 
     def may_finish(self, run: Run) -> bool:
         """Whether a DONE would end the run now, so the model may be offered it: something ran well (a
@@ -208,8 +224,11 @@ class Agent:
         """What the model is told of a refused call: the server's message, and after an exact repeat a
         value to change. The refusal says what the call resolved to (the experiment it repeats, not only
         what it sent: with base="best" a param left out is the best's, which may sit on a bound) and how
-        varied each param is: no history to read. Both agents tell it alike."""
+        varied each param is: no history to read. An edit that changed nothing is answered with a change
+        to make (with_idea). Both agents tell it alike."""
         text = outcome.text[:MAX_REFUSAL_CHARS]
+        if outcome.refusal is not None and outcome.refusal.kind == "no_change":
+            return self.with_idea(text)
         if outcome.refusal is None or outcome.refusal.kind != "exact_repeat":
             return text
         detail = outcome.refusal.detail

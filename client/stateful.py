@@ -180,7 +180,8 @@ class StatefulAgent(Agent):
         code = await self.rc.train_py(self.run_id)
         if self.current_code and code != self.current_code:
             self.changed = changed_functions(self.current_code, code, files)
-        self.current_code = code
+        self.current_code = self.code_now = code
+        self.code_first = self.code_first or code
         info = await self.rc.profile(self.run_id)
         failure = None
         last = self.last_result.experiment if self.last_result is not None else None
@@ -268,10 +269,11 @@ class StatefulAgent(Agent):
                 self.failures += 1
                 self.refused(kind="second_revert")
                 turn.refused = True
-                turn.user.text = (
+                went_back = self.with_idea(
                     "train.py went back to an earlier version with your last REVERT, and nothing has run"
-                    f" since: make a change now. {self._format(offer_done)}"
+                    " since: make a change now."
                 )
+                turn.user.text = f"{went_back} {self._format(offer_done)}"
                 return turn
             outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
             turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, offer_done)
@@ -321,7 +323,10 @@ class StatefulAgent(Agent):
             outcome.ok or (outcome.refusal is not None and outcome.refusal.kind != "unknown_version")
         )
         answer = self._format(offer_done, revert=not went_back)
-        return f"{result_text(tool, outcome)}\n{answer}"
+        said = result_text(tool, outcome)
+        if outcome.refusal is not None and outcome.refusal.kind == "no_change":
+            said = self.with_idea(said)
+        return f"{said}\n{answer}"
 
     @property
     def reverted(self) -> bool:

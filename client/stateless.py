@@ -81,7 +81,7 @@ class StatelessAgent(Agent):
             self.versions.append(
                 CodeVersion(iteration=0, code=current.source or "", headline=headline, benchmark=block)
             )
-            self.source = current.source or ""
+            self.source = self.code_first = self.code_now = current.source or ""
             info = await self.rc.profile(self.run_id)
             self.profile = info.profile if info is not None else None
         else:
@@ -175,7 +175,9 @@ class StatelessAgent(Agent):
             if not changed.ok:
                 self._unused(self.refusal_text(tool, changed, {}), changed)
                 return None
-        self.source = (await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))).source or ""
+        self.source = self.code_now = (
+            await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))
+        ).source or ""
         outcome = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
         if not outcome.ok:
             self._unused(self.refusal_text(ToolName.RUN_BENCHMARK, outcome, {}), outcome)

@@ -109,7 +109,7 @@ class TrainPyService:
         """`new_source` as the next version, once it is a change and the task's guardrails pass it."""
         refuse = self.experiments.refuse
         if new_source == current.source:
-            raise refuse(record.id, tool, self._no_change(record.id, current.version), "rejected_edit")
+            raise refuse(record.id, tool, self._no_change(record.id, current.version), "no_change")
         problems = self.experiments.tasks(record.task).check_artifact(new_source)
         if problems:
             raise refuse(
@@ -171,7 +171,7 @@ class TrainPyService:
             current = self.store.artifacts.get(record.id)
             if old.source == current.source:
                 raise refuse(
-                    record.id, tool, f"train.py v{current.version} already equals v{version}", "rejected_edit"
+                    record.id, tool, f"train.py v{current.version} already equals v{version}", "no_change"
                 )
             return self.store.artifacts.add(
                 record.id, old.source, f"revert to v{version}", expected_parent=current.version

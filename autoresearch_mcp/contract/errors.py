@@ -16,7 +16,8 @@ REFUSAL_META = "autoresearch/refusal"
 RefusalKind = Literal[
     "invalid_params",  # params outside the task's schema (the message lists the ranges)
     "exact_repeat",  # same params on the same train.py version as an earlier experiment
-    "rejected_edit",  # modify_train_py refused: guardrails, a search text not found once, no change
+    "rejected_edit",  # modify_train_py refused: guardrails, a search text not found once
+    "no_change",  # an edit or revert that would leave train.py exactly as it is
     "wrong_tool",  # e.g. run_benchmark on a params task
     "unknown_run",
     "unknown_task",

@@ -303,6 +303,12 @@ async def test_refusals_carry_their_kind_for_programs_and_their_message_for_the_
         assert wrong["kind"] == "wrong_tool"
         edit = {"description": "d", "edits": [{"search": "not in the file", "replace": "x"}], "run_id": first}
         assert (await refusal_of(client, "modify_train_py", edit))["kind"] == "rejected_edit"
+        # an edit or a revert that would leave train.py as it is: a change to ask for, not a broken edit
+        source = (await call(client, "get_current_train_py", {"run_id": first}))["source"]
+        same = {"description": "d", "source": source, "run_id": first}
+        assert (await refusal_of(client, "modify_train_py", same))["kind"] == "no_change"
+        to_current = {"version": 1, "run_id": first}
+        assert (await refusal_of(client, "revert_train_py", to_current))["kind"] == "no_change"
 
 
 async def test_with_several_runs_running_a_call_without_run_id_is_refused_with_the_list(tmp_path: Path):

@@ -1,0 +1,128 @@
+"""A code reply that changes nothing (the file resent as it is, a revert to the version it is on, an
+early DONE) is answered with one concrete change to make: a setting of train.py that no version has
+changed, named with a value (Qwen2.5-Coder-1.5B on digits-mlp sent `REVERT v2` on v2, then "DONE: No
+idea is left", with 14 of 15 experiments left). End to end: the real stdio server, a task folder in code
+work, the real OpenAI SDK against a local fake endpoint."""
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoresearch_mcp.client.knobs import knob_hint, knobs
+from autoresearch_mcp.client.run_cmd import run_session
+from autoresearch_mcp.client.task_folder import resolve_task_folder
+from conftest import run_args
+from fakes import FakeOpenAIServer, chat_completion
+from folder_fixture import make_folder
+
+SCRIPT = textwrap.dedent(
+    """\
+    HIDDEN = 32
+    LEARNING_RATE = 0.05
+    BATCH = 32
+    offset = 1
+
+
+    def loss():
+        return abs(LEARNING_RATE - 0.02) + 1 / HIDDEN + BATCH / 1000
+
+
+    print(f"loss: {loss():.6f}")
+    """
+)
+
+
+def with_rate(rate: float) -> str:
+    return SCRIPT.replace("LEARNING_RATE = 0.05", f"LEARNING_RATE = {rate}")
+
+
+def whole_file(line: str, source: str) -> str:
+    return f"{line}\n```python\n{source}```"
+
+
+def folder_args(tmp_path: Path, folder: Path, fake: FakeOpenAIServer, *extra: str) -> Any:
+    """`run --task FOLDER` against the fake endpoint: 2 experiments, DONE never accepted."""
+    args = run_args(
+        tmp_path, "--task", str(folder), "--llm", "openai", "--base-url", fake.base_url,
+        "--model", "qwen2.5-coder", "--iterations", "2", "--done-from", "1", *extra,
+    )  # fmt: skip
+    resolve_task_folder(args)
+    return args
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    return body["messages"][-1]["content"]
+
+
+def test_the_settings_of_a_file_are_its_top_level_numbers_in_capitals():
+    source = "A = 1\nB = -0.5\nc = 3\nD = 2 * 3\nE = True\nF: int = 4\nif True:\n    G = 5\nA = 7\n"
+    assert knobs(source) == {"A": 7, "B": -0.5}
+    assert knobs("def broken(:\n") == {} and knobs("print('no settings')\n") == {}
+
+
+def test_the_hint_names_the_untouched_settings_in_turn_doubled_then_halved():
+    changed = with_rate(0.01)
+    hints = [knob_hint(changed, SCRIPT, n) for n in range(4)]
+    assert hints == [
+        "For example, set HIDDEN = 64 (it is 32; no version has changed it yet).",
+        "For example, set BATCH = 64 (it is 32; no version has changed it yet).",
+        "For example, set HIDDEN = 16 (it is 32; no version has changed it yet).",
+        "For example, set BATCH = 16 (it is 32; no version has changed it yet).",
+    ]
+    # every setting changed already: any of them, still with a value to try
+    assert knob_hint("A = 0.5\n", "A = 1.0\n", 0) == "For example, set A = 1.0 (it is 0.5)."
+    assert knob_hint("print('no settings')\n", "", 0) is None
+
+
+@pytest.mark.asyncio
+async def test_the_stateful_agent_answers_a_reply_that_changed_nothing_with_a_setting_to_change(
+    tmp_path: Path, agent_server_env: None
+):
+    folder = make_folder(tmp_path, script=SCRIPT, extra='work = "code"\nprofile = false')
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(whole_file("Lower the learning rate.", with_rate(0.01))),
+            chat_completion(whole_file("Lower the learning rate.", with_rate(0.01))),  # the same file again
+            chat_completion("REVERT v2"),  # the version it is on
+            chat_completion("DONE: No idea is left"),
+            chat_completion(whole_file("Wider.", with_rate(0.01).replace("HIDDEN = 32", "HIDDEN = 64"))),
+        )
+        args = folder_args(tmp_path, folder, fake, "--code-replies", "text", "--max-failures", "5")
+        result = await run_session(args, mode="stateful", seed=42)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 5
+    assert result.refusals == {"no_change": 2, "early_done": 1}
+    resent, reverted, done = (last_user_text(body) for body in bodies[2:5])
+    assert "Your last reply was not used. no change: this is already train.py v2. For example" in resent
+    assert "For example, set HIDDEN = 64 (it is 32; no version has changed it yet)." in resent
+    assert "Your last reply was not used. train.py v2 already equals v2. For example" in reverted
+    assert "For example, set BATCH = 64 (it is 32; no version has changed it yet)." in reverted
+    assert "Your last reply was not used. DONE is early: 1 of 2 experiments are left." in done
+    assert "For example, set HIDDEN = 16 (it is 32; no version has changed it yet)." in done
+
+
+@pytest.mark.asyncio
+async def test_the_strong_baseline_is_told_the_same_and_the_papers_baseline_is_not(
+    tmp_path: Path, agent_server_env: None
+):
+    folder = make_folder(tmp_path, script=SCRIPT, extra='work = "code"\nprofile = false')
+    prompts = {}
+    for mode in ("stateless-strong", "stateless"):
+        with FakeOpenAIServer() as fake:
+            fake.enqueue(
+                chat_completion(whole_file("CODE:", with_rate(0.01))),
+                chat_completion(whole_file("CODE:", with_rate(0.01))),  # the same file again
+                chat_completion(whole_file("CODE:", with_rate(0.02))),
+            )
+            args = folder_args(tmp_path / mode, folder, fake)
+            result = await run_session(args, mode=mode, seed=42)
+            prompts[mode] = last_user_text(fake.bodies("/chat/completions")[2])
+        assert result.experiments == 2 and result.refusals == {"no_change": 1}
+    hint = "For example, set HIDDEN = 64 (it is 32; no version has changed it yet)."
+    assert (
+        "Your last reply was not used: no change: this is already train.py v2" in prompts["stateless-strong"]
+    )
+    assert hint in prompts["stateless-strong"]
+    assert "Your last reply was not used" not in prompts["stateless"] and hint not in prompts["stateless"]
