@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from autoresearch_mcp.contract.models import Experiment, Run, SummaryText
 from autoresearch_mcp.contract.transfer import RunDocument
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.heap import settled
 from autoresearch_mcp.server.http import build_http_app, uvicorn_config
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
@@ -55,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     with Research(settings) as research:
         mcp = build_server(research)
         mcp.tool()(floor)
-        anyio.run(serve_stdio, mcp)
+        with settled():
+            anyio.run(serve_stdio, mcp)
     return 0
 
 

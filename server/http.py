@@ -27,6 +27,7 @@ from autoresearch_mcp.contract.env import ENV_TOKEN
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.body_limit import BODY_TIMEOUT_S, MCP_BODY_BYTES, BodyLimit
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.heap import settled
 from autoresearch_mcp.server.http_timeouts import HEADER_TIMEOUT_S, h11_with_header_deadline
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
@@ -124,7 +125,8 @@ def build_http_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with mcp_lifespan(app):
             try:
-                yield
+                with settled():  # once the app is up: what it holds now lives as long as it serves
+                    yield
             finally:  # uvicorn re-raises SIGTERM after shutdown: close the job workers here
                 await anyio.to_thread.run_sync(research.close)
 

@@ -190,8 +190,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import anyio
 
+    from autoresearch_mcp.server.heap import settled
     from autoresearch_mcp.server.stdio import serve_stdio
 
     with Research(settings) as research:
-        anyio.run(serve_stdio, build_server(research))
+        mcp = build_server(research)
+        with settled():
+            anyio.run(serve_stdio, mcp)
     return 0
