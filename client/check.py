@@ -187,6 +187,9 @@ class Agent:
         # the change suggestions made so far (knobs.py: each names the next setting).
         self.code_first = self.code_now = ""
         self.ideas = 0
+        # The current train.py's last run failed: the change to ask for is its fix, not a setting (told
+        # "fix that ... For example, set HIDDEN = 64", the 1.5B model set HIDDEN and kept the crash).
+        self.code_broken = False
         self.provider_ratio = 1.0  # the provider's input count over the meter's, on the last call
         # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
         # call or no parsable proposal, arguments that are not JSON, a tool not offered).
@@ -208,8 +211,9 @@ class Agent:
         """`text`, and for a code reply that changed nothing (an early DONE, train.py resent as it is, a
         revert to the version it is on) one change to make: "For example, set HIDDEN = 64 (it is 32;
         ...)", naming the next setting of train.py each time (knobs.py). Unchanged for a params task or
-        a file without settings."""
-        hint = knob_hint(self.code_now, self.code_first, self.ideas) if self.code_now else None
+        a file without settings, and while the current version's last run failed."""
+        broken_or_none = self.code_broken or not self.code_now
+        hint = None if broken_or_none else knob_hint(self.code_now, self.code_first, self.ideas)
         if hint is None:
             return text
         self.ideas += 1

@@ -189,6 +189,7 @@ class StatefulAgent(Agent):
         if last is not None and last.status not in ("ok", "running") and current:
             headline = error_headline(last.error_tail or "") or last.status
             failure = Failure(last.status, headline[:FAILURE_CHARS])
+        self.code_broken = failure is not None
         profile = info.profile if info is not None else None
         return focus_text(code, files, profile, failure, self.changed, window_texts(window))
 

@@ -197,6 +197,7 @@ class StatelessAgent(Agent):
             CodeVersion(iteration=iteration, code=self.source, headline=headline, benchmark=block)
         )
         self.profile = outcome.as_model(ExperimentResult).profile
+        self.code_broken = exp.status != "ok"
         self.feedback = None
         self.failures = 0 if exp.status == "ok" else self.failures + 1
         self.ran_well = self.ran_well or exp.status == "ok"

@@ -126,3 +126,23 @@ async def test_the_strong_baseline_is_told_the_same_and_the_papers_baseline_is_n
     )
     assert hint in prompts["stateless-strong"]
     assert "Your last reply was not used" not in prompts["stateless"] and hint not in prompts["stateless"]
+
+
+@pytest.mark.asyncio
+async def test_a_version_that_crashed_resent_as_it_is_is_asked_for_its_fix_not_a_setting(
+    tmp_path: Path, agent_server_env: None
+):
+    folder = make_folder(tmp_path, script=SCRIPT, extra='work = "code"\nprofile = false')
+    crashing = with_rate(0.01).replace("print(", "raise SystemExit('no loss')\nprint(")
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(
+            chat_completion(whole_file("Lower the learning rate.", crashing)),
+            chat_completion(whole_file("Lower the learning rate.", crashing)),  # the crashed file again
+            chat_completion(whole_file("Without the exit.", with_rate(0.01))),
+        )
+        args = folder_args(tmp_path, folder, fake, "--code-replies", "text")
+        result = await run_session(args, mode="stateful", seed=42)
+        resent = last_user_text(fake.bodies("/chat/completions")[2])
+    assert result.experiments == 2 and result.refusals == {"no_change": 1}
+    assert "no change: this is already train.py v2, which ended crash in #1" in resent
+    assert "fix that, or go back to a version that ran" in resent and "For example" not in resent
