@@ -172,7 +172,8 @@ def slow_call_lines(trace_path: Path, calls: list[ClientCall], client_gc: Collec
 
     def matched(call: ClientCall) -> dict[str, Any] | None:
         for request in by_client.get((call.client, _server_name(call.tool)), []):
-            if call.start <= request["start"] and request["end"] <= call.end:
+            # by its start: the client may read the last byte before the server's send() returns
+            if call.start <= request["start"] <= call.end:
                 return request
         return None
 
