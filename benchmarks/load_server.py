@@ -7,6 +7,7 @@ server starts.
 """
 
 import argparse
+import contextlib
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,6 +19,7 @@ from starlette.applications import Starlette
 
 from autoresearch_mcp.contract.models import Experiment, Run, SummaryText
 from autoresearch_mcp.contract.transfer import RunDocument
+from autoresearch_mcp.server import http
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.heap import settled
 from autoresearch_mcp.server.http import build_http_app, uvicorn_config
@@ -39,6 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--trace", type=Path, help="HTTP: time every request, written here at shutdown")
+    parser.add_argument(
+        "--no-settle", action="store_true", help="serve without server/heap.py's freeze (to measure it)"
+    )
     args = parser.parse_args(argv)
 
     async def floor(run_id: str | None = None) -> SummaryText:
@@ -46,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         return SummaryText(run_id=run_id or "-", summary=FLOOR_TEXT)
 
     settings = ServerSettings(db_path=args.db, workers=1)
+    # --no-settle: the server as it was before heap.py (every collection walks every object); the HTTP
+    # app's lifespan looks `settled` up in server/http.py when it starts
+    settle = contextlib.nullcontext if args.no_settle else settled
+    http.settled = settle
     if args.transport == "http":
         app = build_http_app(settings, host=args.host)
         app.state.mcp.tool()(floor)
@@ -56,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     with Research(settings) as research:
         mcp = build_server(research)
         mcp.tool()(floor)
-        with settled():
+        with settle():
             anyio.run(serve_stdio, mcp)
     return 0
 

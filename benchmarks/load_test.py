@@ -80,6 +80,7 @@ class LoadConfig:
     experiments: int = 0  # recorded before the load starts
     profile: Path | None = None  # HTTP: py-spy samples of the server, written here (server_profile.py)
     trace: bool = False  # HTTP: where each slow call's time went (load_trace.py)
+    settle: bool = True  # False: the server without server/heap.py's freeze, to measure what it does
 
 
 @dataclass
@@ -132,6 +133,7 @@ def http_server(
     profile: Path | None = None,
     pids: list[int] | None = None,
     trace: Path | None = None,
+    settle: bool = True,
 ) -> Iterator[str]:
     """`serve --transport http` on a free loopback port; yields the MCP URL; stopped on exit. With
     `profile`, the server is sampled (py-spy) while it serves; with `trace`, it times every request and
@@ -150,6 +152,7 @@ def http_server(
                 "--port",
                 str(port),
                 *(["--trace", str(trace)] if trace else []),
+                *([] if settle else ["--no-settle"]),
             ],
             env=_env(data_dir),
             stdout=out,
@@ -333,7 +336,7 @@ def servers(
     """Yields target(i): what client i connects to (the one HTTP URL, or its own stdio server); `pids`
     gets the HTTP server's process id."""
     if config.transport == "http":
-        with http_server(db, data_dir, config.profile, pids, trace) as url:
+        with http_server(db, data_dir, config.profile, pids, trace, config.settle) as url:
             yield lambda i: url
         return
     params = StdioServerParameters(command=sys.executable, args=_serve_args(db), env=_env(data_dir))
@@ -438,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--trace", action="store_true", help="HTTP: time each request in the server too; split the slow calls"
     )
+    parser.add_argument(
+        "--no-settle", action="store_true", help="serve without server/heap.py's freeze (before and after)"
+    )
     parser.add_argument("--out", type=Path, help="also write the Markdown report here")
     args = parser.parse_args(argv)
     if args.trace and args.transport != "http":
@@ -453,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         args.experiments,
         args.profile.resolve() if args.profile else None,
         args.trace,
+        not args.no_settle,
     )
     result = anyio.run(run_load, config)
     command = "python benchmarks/load_test.py " + shlex.join(argv)
