@@ -283,7 +283,7 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
             _sibling("load_server").prefill(db, config.experiments)
         pids: list[int] = []
         trace = Path(tmp) / "trace.json" if config.trace else None
-        client_gc = _sibling("load_trace").Collections().install() if trace else None
+        client_gc = _sibling("load_trace").Collections() if trace else None
         with servers(config, db, data_dir, pids, trace) as target:
             async with AsyncExitStack() as stack:
                 clients = [
@@ -314,6 +314,8 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                     # collector's walk, as the server's do (server/heap.py), or a 45 ms collection of
                     # theirs lands in the server's figures.
                     with settled():
+                        if client_gc is not None:  # the read phase's collections, not settled()'s own
+                            client_gc.install()
                         async with anyio.create_task_group() as reads:
                             for i, (client, calls) in enumerate(zip(readers, per_client, strict=True), 1):
                                 reads.start_soon(_read, client, str(i), run_id, calls, deadline, result)
