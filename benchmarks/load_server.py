@@ -82,7 +82,7 @@ def traced(app: Starlette, path: Path) -> None:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with serving(app), anyio.create_task_group() as tg:
-            tg.start_soon(trace.watch_loop)
+            tg.start_soon(trace.loop.watch)
             try:
                 yield
             finally:

@@ -4,7 +4,7 @@ One `autoresearch-mcp serve --transport http` on a free 127.0.0.1 port (or, with
 stdio server process per client, all on the same database), a fresh temporary database, and the
 test-only toy task (tests/toy_task.py, loaded as a task plugin). A driver client keeps an experiment in
 flight the whole time (toy experiments that sleep in the sandbox); N reader clients call get_run_summary,
-get_experiment_history, list_runs and MCP `ping` in turn, as fast as the server answers, until the
+get_experiment_history, list_runs and the two floors below in turn, as fast as the server answers, until the
 request budget is spent or the time limit passes. It binds loopback only, sends a bounded number of
 requests, and stops by itself.
 
@@ -17,9 +17,12 @@ uvicorn_config, or serve_stdio) plus that one tool: benchmarks/load_server.py.
 `--experiments N` starts the run with N experiments already recorded (written through the import path
 before the server starts), to measure reads on a long run.
 
-The clients' process freezes its start-up objects out of its garbage collector's walk for the read
-phase, as the server does while it serves (server/heap.py): a full collection of either process holds
-every call in flight for tens of milliseconds.
+The clients are the instrument, so their own start-up stays out of the figures. Each reader makes one
+untimed call of every read tool first: the SDK's client lists the tools and compiles a tool's output
+schema validator at its first call of it (10-15 ms of the shared event loop each). And the clients'
+process freezes its start-up objects out of its garbage collector's walk for the read phase, as the
+server does while it serves (server/heap.py): a full collection of either process holds every call in
+flight for tens of milliseconds.
 
 Reports per-call latency (p50, p95, p99, max), read throughput (calls/s over the read phase) and the
 error count (error results and exceptions; it should be 0). Clients run in this one Python process
@@ -27,7 +30,7 @@ error count (error results and exceptions; it should be 0). Clients run in this 
 
 `--trace` (HTTP) has the server time every request too (benchmarks/load_trace.py), and splits the
 slowest calls into the time before the server's app saw them, inside it and after it answered, beside
-the event-loop stalls, garbage collections and experiment starts that overlapped them.
+both sides' event-loop stalls and garbage collections and the experiment starts that overlapped them.
 
     python benchmarks/load_test.py --clients 8 --calls 2000 [--experiments 100000] [--trace] --out benchmarks/load_test.md
 """
@@ -233,28 +236,36 @@ async def _drive(
             result.errors.append(f"driver run_experiment: {exc!r}"[:300])
 
 
+async def _ask(client: Client, tool: str, run_id: str) -> dict[str, Any]:
+    """One read call; `discover` is sent every time (the client would otherwise answer from its cache)."""
+    if tool == "discover":
+        with anyio.fail_after(CALL_TIMEOUT_S):
+            await client.session.send_discover(client.protocol_version)
+        return {}
+    args: dict[str, Any] = {} if tool == "list_runs" else {"run_id": run_id}
+    if tool == "get_experiment_history":
+        args["last"] = 20
+    return await _call(client, tool, args)
+
+
+async def _warm(client: Client, run_id: str) -> None:
+    """One untimed call of each read tool. The SDK's client lists the tools and compiles a tool's output
+    schema validator at its first call of it, 10-15 ms of its event loop each time; with 8 clients that
+    is half a second in which every reader waits, the instrument's start-up rather than the server's."""
+    for tool in READ_TOOLS:
+        await _ask(client, tool, run_id)
+
+
 async def _read(
     client: Client, name: str, run_id: str, calls: int, deadline: float, result: LoadResult
 ) -> None:
-    args = {
-        "get_run_summary": {"run_id": run_id},
-        "floor": {"run_id": run_id},
-        "get_experiment_history": {"run_id": run_id, "last": 20},
-        "list_runs": {},
-    }
     for i in range(calls):
         if time.monotonic() > deadline:
             return
         tool = READ_TOOLS[i % len(READ_TOOLS)]
         started, since = time.perf_counter(), time.monotonic()
         try:
-            if tool == "discover":
-                with anyio.fail_after(CALL_TIMEOUT_S):
-                    await client.session.send_discover(client.protocol_version)  # sent every time
-                result.latencies[tool].append(time.perf_counter() - started)
-                _traced(result, name, tool, since)
-                continue
-            body = await _call(client, tool, args[tool])
+            body = await _ask(client, tool, run_id)
         except Exception as exc:
             result.errors.append(f"{tool}: {exc!r}"[:300])
             continue
@@ -284,6 +295,7 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
         pids: list[int] = []
         trace = Path(tmp) / "trace.json" if config.trace else None
         client_gc = _sibling("load_trace").Collections() if trace else None
+        client_loop = _sibling("load_trace").LoopStalls() if trace else None
         with servers(config, db, data_dir, pids, trace) as target:
             async with AsyncExitStack() as stack:
                 clients = [
@@ -304,6 +316,8 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                             (await _call(readers[0], "get_run_summary", {"run_id": run_id}))["summary"]
                         ):
                             await anyio.sleep(0.02)
+                    for reader in readers:
+                        await _warm(reader, run_id)
                     begin = time.monotonic()
                     cpu = _cpu_seconds(pids)
                     deadline = begin + config.max_seconds
@@ -316,17 +330,21 @@ async def run_load(config: LoadConfig, workdir: Path | None = None) -> LoadResul
                     with settled():
                         if client_gc is not None:  # the read phase's collections, not settled()'s own
                             client_gc.install()
-                        async with anyio.create_task_group() as reads:
-                            for i, (client, calls) in enumerate(zip(readers, per_client, strict=True), 1):
-                                reads.start_soon(_read, client, str(i), run_id, calls, deadline, result)
+                        async with anyio.create_task_group() as watch:
+                            if client_loop is not None:
+                                watch.start_soon(client_loop.watch)
+                            async with anyio.create_task_group() as reads:
+                                for i, (client, calls) in enumerate(zip(readers, per_client, strict=True), 1):
+                                    reads.start_soon(_read, client, str(i), run_id, calls, deadline, result)
+                            watch.cancel_scope.cancel()
                     result.read_seconds = time.monotonic() - begin
                     result.cpu_s = tuple(
                         after - before for after, before in zip(_cpu_seconds(pids), cpu, strict=True)
                     )
                     done.set()
-        if trace is not None and client_gc is not None:  # the server wrote it as it stopped
+        if trace is not None and client_gc is not None and client_loop is not None:  # written at stop
             gc.callbacks.remove(client_gc)
-            lines = _sibling("load_trace").slow_call_lines(trace, result.calls_traced, client_gc)
+            lines = _sibling("load_trace").slow_call_lines(trace, result.calls_traced, client_gc, client_loop)
             result.server_trace = "\n".join(lines)
     return result
 

@@ -54,16 +54,15 @@ class Collections:
 
 
 @dataclass
-class ServerTrace:
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    # (when the 1 ms sleep should have ended, how late it woke, the loop thread's CPU seconds meanwhile)
-    stalls: list[tuple[float, float, float]] = field(default_factory=list)
-    collections: Collections = field(default_factory=Collections)
+class LoopStalls:
+    """Stretches in which this process's event loop could not run anything else: a 1 ms sleep that woke
+    more than 5 ms late, as (when it should have ended, how late it woke, the loop thread's CPU seconds
+    meanwhile). The CPU time tells the loop running code (held) from the process not being given a core
+    or the GIL (waiting)."""
 
-    async def watch_loop(self) -> None:
-        """Sleep 1 ms at a time; a late wake-up is a stretch in which the loop could not run anything
-        else. The loop thread's CPU time over it tells the loop running code (held) from the process not
-        being given a core or the GIL (waiting)."""
+    stalls: list[tuple[float, float, float]] = field(default_factory=list)
+
+    async def watch(self) -> None:
         while True:
             due, cpu = time.monotonic() + LOOP_TICK_S, time.thread_time()
             await anyio.sleep(LOOP_TICK_S)
@@ -71,12 +70,19 @@ class ServerTrace:
             if late > STALL_S:
                 self.stalls.append((due, late, time.thread_time() - cpu))
 
+
+@dataclass
+class ServerTrace:
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    loop: LoopStalls = field(default_factory=LoopStalls)
+    collections: Collections = field(default_factory=Collections)
+
     def write(self, path: Path) -> None:
         path.write_text(
             json.dumps(
                 {
                     "requests": self.requests,
-                    "stalls": self.stalls,
+                    "stalls": self.loop.stalls,
                     "gc": self.collections.pauses,
                     "gc_count": self.collections.count,
                 }
@@ -152,10 +158,12 @@ def _overlaps(start: float, end: float, events: list[tuple[float, float]]) -> fl
     return sum(max(0.0, min(end, b + n) - max(start, b)) for b, n in events)
 
 
-def slow_call_lines(trace_path: Path, calls: list[ClientCall], client_gc: Collections) -> list[str]:
+def slow_call_lines(
+    trace_path: Path, calls: list[ClientCall], client_gc: Collections, client_loop: LoopStalls
+) -> list[str]:
     """The report's section: the slowest 1% of each tool's calls (at least 4), split by where the time
-    went, beside the server's loop stalls and collections, the clients' collections and experiment
-    starts and ends that overlapped them; the same split for the median call, to compare with."""
+    went, beside both sides' loop stalls and collections and the experiment starts and ends that
+    overlapped them; the same split for the median call, to compare with."""
     trace = json.loads(trace_path.read_text())
     by_client: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for request in trace["requests"]:
@@ -163,6 +171,7 @@ def slow_call_lines(trace_path: Path, calls: list[ClientCall], client_gc: Collec
     stalls = [(due, late) for due, late, _ in trace["stalls"]]
     server_gc = [(start, took) for _, start, took in trace["gc"]]
     mine_gc = [(start, took) for _, start, took in client_gc.pauses]
+    mine_stalls = [(due, late) for due, late, _ in client_loop.stalls]
     experiments = [
         (r["start"], r["end"] - r["start"])
         for r in trace["requests"]
@@ -200,8 +209,9 @@ def slow_call_lines(trace_path: Path, calls: list[ClientCall], client_gc: Collec
         "sight of it to the last byte of its answer, on the clock the clients read; medians, in ms):",
         "",
         "| call | which | calls | matched | before the server's app | inside it | after it answered | "
-        "server loop stalled (ms, sum) | server GC (ms, sum) | clients' GC (ms, sum) | experiment starts/ends within |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "server loop stalled (ms, sum) | server GC (ms, sum) | clients' loop stalled (ms, sum) | "
+        "clients' GC (ms, sum) | experiment starts/ends within |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for tool in sorted({c.tool for c in calls}, key=[c.tool for c in calls].index):
         mine = sorted((c for c in calls if c.tool == tool), key=lambda c: c.end - c.start)
@@ -211,23 +221,31 @@ def slow_call_lines(trace_path: Path, calls: list[ClientCall], client_gc: Collec
             cells, found = split(group)
             stalled = sum(_overlaps(c.start, c.end, stalls) for c in group) * 1000
             s_gc = sum(_overlaps(c.start, c.end, server_gc) for c in group) * 1000
+            c_stalled = sum(_overlaps(c.start, c.end, mine_stalls) for c in group) * 1000
             c_gc = sum(_overlaps(c.start, c.end, mine_gc) for c in group) * 1000
             edges_in = sum(1 for c in group for t, _ in edges if c.start <= t <= c.end)
             lines.append(
                 f"| `{tool}` | {which} | {len(group)} | {found} {cells} {stalled:.1f} | {s_gc:.1f} | "
-                f"{c_gc:.1f} | {edges_in} |"
+                f"{c_stalled:.1f} | {c_gc:.1f} | {edges_in} |"
             )
-    longest = max((late for _, late in stalls), default=0.0) * 1000
-    stalled = sum(late for _, late in stalls)
-    busy = sum(min(cpu, late) for _, late, cpu in trace["stalls"])
     lines += [
         "",
-        f"Over the whole run: the server's event loop stalled {len(stalls)} times for more than "
-        f"{STALL_S * 1000:g} ms (the longest {longest:.1f} ms; {stalled * 1000:.0f} ms in all, of which its "
-        f"thread ran code for {busy * 1000:.0f} ms and waited for a core or the GIL the rest); the server collected garbage "
-        f"{trace['gc_count']} times, {len(server_gc)} of them for 1 ms or more (the longest "
-        f"{max((t for _, t in server_gc), default=0.0) * 1000:.1f} ms); the clients' process "
-        f"{client_gc.count} times, {len(mine_gc)} of them for 1 ms or more (the longest "
+        f"Over the whole run: the server's event loop {_stalled(trace['stalls'])}; the server collected "
+        f"garbage {trace['gc_count']} times, {len(server_gc)} of them for 1 ms or more (the longest "
+        f"{max((t for _, t in server_gc), default=0.0) * 1000:.1f} ms). The clients' event loop "
+        f"{_stalled(client_loop.stalls)}; their process collected garbage {client_gc.count} times, "
+        f"{len(mine_gc)} of them for 1 ms or more (the longest "
         f"{max((t for _, t in mine_gc), default=0.0) * 1000:.1f} ms).",
     ]
     return lines
+
+
+def _stalled(stalls: list[tuple[float, float, float]] | list[list[float]]) -> str:
+    """`stalled 37 times for more than 5 ms (the longest ...; ... in all, of which ...)`."""
+    lates = [late for _, late, _ in stalls]
+    busy = sum(min(cpu, late) for _, late, cpu in stalls)
+    return (
+        f"stalled {len(lates)} times for more than {STALL_S * 1000:g} ms (the longest "
+        f"{max(lates, default=0.0) * 1000:.1f} ms; {sum(lates) * 1000:.0f} ms in all, of which its thread "
+        f"ran code for {busy * 1000:.0f} ms and waited for a core or the GIL the rest)"
+    )

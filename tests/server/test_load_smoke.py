@@ -35,7 +35,8 @@ async def test_two_http_clients_reading_while_an_experiment_runs_see_no_errors(t
     text = load.report(result, "smoke")
     assert "Errors: **0**" in text and "| `get_run_summary` | 4 |" in text
     # --trace: the server timed each request, and every client call found its own request there
-    assert len(result.calls_traced) == 20
+    assert len(result.calls_traced) == 20  # the untimed warm-up calls are not among them
+    assert "The clients' event loop stalled" in text  # both sides' loops were watched
     for tool in load.READ_TOOLS:
         assert f"| `{tool}` | median | 1 | 1 |" in text and f"| `{tool}` | slowest 4 | 4 | 4 |" in text
     assert list(tmp_path.iterdir()) == []  # the temporary database and server log are gone
