@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
-from autoresearch_mcp.client.knobs import knob_hint
+from autoresearch_mcp.client.knobs import Tried, knob_hint, record
 from autoresearch_mcp.client.llm.base import ContextWindowError, LLMRequest, LLMResponse, billed_input
 from autoresearch_mcp.client.meter import Transcript, input_tokens
 from autoresearch_mcp.client.prompts import early_done_text, repeat_hint
@@ -183,9 +183,10 @@ class Agent:
         self.failures = 0
         self.calls = 0
         self.repeats = 0  # exact-repeat refusals so far: the hint after each names another param
-        # Code tasks: train.py as the run began and as it is now (each agent keeps them current), and
-        # the change suggestions made so far (knobs.py: each names the next setting).
-        self.code_first = self.code_now = ""
+        # Code tasks: train.py as it is now (each agent keeps it current), the values of its settings
+        # that any version seen has had, and the change suggestions made so far (knobs.py).
+        self._code_now = ""
+        self.tried: Tried = {}
         self.ideas = 0
         # The current train.py's last run failed: the change to ask for is its fix, not a setting (told
         # "fix that ... For example, set HIDDEN = 64", the 1.5B model set HIDDEN and kept the crash).
@@ -194,6 +195,16 @@ class Agent:
         # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
         # call or no parsable proposal, arguments that are not JSON, a tool not offered).
         self.refusals: Counter[str] = Counter()
+
+    @property
+    def code_now(self) -> str:
+        return self._code_now
+
+    @code_now.setter
+    def code_now(self, source: str) -> None:
+        # every version the agent sees counts as tried: a hint never names a value a version ran with
+        self._code_now = source
+        record(self.tried, source)
 
     def early_done(self, run: Run) -> str | None:
         """What the model is told of a DONE sent before the share `done_from` of the budget is spent;
@@ -213,7 +224,7 @@ class Agent:
         ...)", naming the next setting of train.py each time (knobs.py). Unchanged for a params task or
         a file without settings, and while the current version's last run failed."""
         broken_or_none = self.code_broken or not self.code_now
-        hint = None if broken_or_none else knob_hint(self.code_now, self.code_first, self.ideas)
+        hint = None if broken_or_none else knob_hint(self.code_now, self.tried, self.ideas)
         if hint is None:
             return text
         self.ideas += 1

@@ -38,26 +38,48 @@ def knobs(source: str) -> dict[str, Number]:
     return found
 
 
-def _changed(value: Number, up: bool) -> Number:
-    """Double it or halve it: a step large enough to show in the metric, small enough to stay sane."""
-    if isinstance(value, int):
-        return value * 2 if up else max(1, value // 2) if value > 0 else value // 2
-    return float(f"{value * 2 if up else value / 2:.6g}")
+Tried = dict[str, set[Number]]
 
 
-def knob_hint(current: str, original: str, nth: int) -> str | None:
-    """The `nth` suggestion (0, 1, ...): a setting of `current` that no version changed from `original`
-    first, in file order, doubled then halved on later rounds; None for a file without settings."""
+def record(tried: Tried, source: str) -> None:
+    """Add the settings of one version the agent has seen to what the run has tried."""
+    for name, value in knobs(source).items():
+        tried.setdefault(name, set()).add(value)
+
+
+def _steps(value: Number, up_first: bool) -> list[Number]:
+    """Doubled and halved (in the order asked), then four times and a quarter: steps large enough to
+    show in the metric, small enough to stay sane. 0 steps to 1 (or 0.1)."""
+    if value == 0:
+        return [1] if isinstance(value, int) else [0.1]
+    out: list[Number] = []
+    for factor in (2, 4):
+        bigger = value * factor
+        smaller = (
+            (value // factor if value > 0 else -(-value // factor))
+            if isinstance(value, int)
+            else value / factor
+        )
+        pair = [bigger, smaller] if up_first else [smaller, bigger]
+        out += [v if isinstance(v, int) else float(f"{v:.6g}") for v in pair]
+    return [v for v in out if v != value and v != 0]
+
+
+def knob_hint(current: str, tried: Tried, nth: int) -> str | None:
+    """The `nth` suggestion (0, 1, ...): a setting of `current` that no version of the run has changed
+    first (in file order), else any, set to a value no version has run with: doubled then halved on
+    alternate rounds. None for a file without settings or with every nearby value tried."""
     now = knobs(current)
     if not now:
         return None
-    before = knobs(original)
-    untouched = [name for name, value in now.items() if before.get(name) == value]
+    untouched = [name for name, value in now.items() if tried.get(name, {value}) <= {value}]
     names = untouched or list(now)
-    name = names[nth % len(names)]
-    value = now[name]
-    new = _changed(value, up=(nth // len(names)) % 2 == 0)
-    if new == value:  # 0 doubles to 0
-        new = 1 if isinstance(value, int) else 0.1
-    why = "; no version has changed it yet" if name in untouched else ""
-    return f"For example, set {name} = {new} (it is {value}{why})."
+    up_first = (nth // len(names)) % 2 == 0
+    for k in range(len(names)):  # the nth name first; the next if all its nearby values were tried
+        name = names[(nth + k) % len(names)]
+        value = now[name]
+        fresh = [v for v in _steps(value, up_first) if v not in tried.get(name, set())]
+        if fresh:
+            why = "; no version has changed it yet" if name in untouched else ""
+            return f"For example, set {name} = {fresh[0]} (it is {value}{why})."
+    return None

@@ -181,7 +181,6 @@ class StatefulAgent(Agent):
         if self.current_code and code != self.current_code:
             self.changed = changed_functions(self.current_code, code, files)
         self.current_code = self.code_now = code
-        self.code_first = self.code_first or code
         info = await self.rc.profile(self.run_id)
         failure = None
         last = self.last_result.experiment if self.last_result is not None else None

@@ -81,7 +81,7 @@ class StatelessAgent(Agent):
             self.versions.append(
                 CodeVersion(iteration=0, code=current.source or "", headline=headline, benchmark=block)
             )
-            self.source = self.code_first = self.code_now = current.source or ""
+            self.source = self.code_now = current.source or ""
             info = await self.rc.profile(self.run_id)
             self.profile = info.profile if info is not None else None
         else:

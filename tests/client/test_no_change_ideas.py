@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.client.knobs import knob_hint, knobs
+from autoresearch_mcp.client.knobs import knob_hint, knobs, record
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.client.task_folder import resolve_task_folder
 from conftest import run_args
@@ -62,18 +62,41 @@ def test_the_settings_of_a_file_are_its_top_level_numbers_in_capitals():
     assert knobs("def broken(:\n") == {} and knobs("print('no settings')\n") == {}
 
 
+def tried(*sources: str) -> dict:
+    seen: dict = {}
+    for source in sources:
+        record(seen, source)
+    return seen
+
+
 def test_the_hint_names_the_untouched_settings_in_turn_doubled_then_halved():
     changed = with_rate(0.01)
-    hints = [knob_hint(changed, SCRIPT, n) for n in range(4)]
+    hints = [knob_hint(changed, tried(SCRIPT, changed), n) for n in range(4)]
     assert hints == [
         "For example, set HIDDEN = 64 (it is 32; no version has changed it yet).",
         "For example, set BATCH = 64 (it is 32; no version has changed it yet).",
         "For example, set HIDDEN = 16 (it is 32; no version has changed it yet).",
         "For example, set BATCH = 16 (it is 32; no version has changed it yet).",
     ]
-    # every setting changed already: any of them, still with a value to try
-    assert knob_hint("A = 0.5\n", "A = 1.0\n", 0) == "For example, set A = 1.0 (it is 0.5)."
-    assert knob_hint("print('no settings')\n", "", 0) is None
+    # every setting changed already: any of them, with a value no version has run with
+    assert (
+        knob_hint("A = 0.5\n", tried("A = 1.0\n", "A = 0.5\n"), 0) == "For example, set A = 0.25 (it is 0.5)."
+    )
+    assert knob_hint("print('no settings')\n", {}, 0) is None
+
+
+def test_a_setting_a_version_changed_and_a_revert_restored_is_not_called_untouched_nor_set_to_a_value_tried():
+    """Qwen on digits-mlp (stateful seed 456) had run HIDDEN = 64, reverted to HIDDEN = 32, and was told
+    "set HIDDEN = 64 (it is 32; no version has changed it yet)": both halves were false."""
+    versions = [SCRIPT, SCRIPT.replace("HIDDEN = 32", "HIDDEN = 64"), SCRIPT]
+    seen = tried(*versions)
+    first = knob_hint(SCRIPT, seen, 0)
+    assert first == "For example, set LEARNING_RATE = 0.1 (it is 0.05; no version has changed it yet)."
+    # once every setting has moved, HIDDEN's next value is one no version ran with: 16, not 64
+    seen = tried(*versions, with_rate(0.01), SCRIPT.replace("BATCH = 32", "BATCH = 64"))
+    hints = {knob_hint(SCRIPT, seen, n) for n in range(6)}
+    assert "For example, set HIDDEN = 16 (it is 32)." in hints
+    assert not any("HIDDEN = 64" in h or "BATCH = 64" in h or "yet" in h for h in hints if h)
 
 
 @pytest.mark.asyncio
