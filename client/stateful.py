@@ -41,6 +41,7 @@ from autoresearch_mcp.client.prompts import (
     text_nudge,
 )
 from autoresearch_mcp.client.replies import describe_reply, read_text_reply, says_done
+from autoresearch_mcp.client.set_aside import SetAside, set_aside_note
 from autoresearch_mcp.client.tools import agent_tools, server_arguments
 from autoresearch_mcp.client.window import Turn, select_window, text_messages, window_texts
 from autoresearch_mcp.contract.arguments import RunBenchmarkArgs
@@ -95,6 +96,7 @@ class StatefulAgent(Agent):
         self.turns, self.latest_version, self.specs = [], 1, {}
         self.current_code, self.changed, self.last_result = "", [], None
         self.whole_file = False  # the last text turn showed the whole file and asked for it whole
+        self.aside = SetAside()  # functions whose versions kept failing (set_aside.py)
 
     async def run(self) -> AgentResult:
         task = self.config.task
@@ -112,8 +114,11 @@ class StatefulAgent(Agent):
             if stop:
                 break
             window = select_window(self.turns, self.config.window, keep_failed=task.kind == "code")
+            focus = await self._focus(window, run) if task.kind == "code" else None
+            # After the focus, which may go back to an earlier version and drop the turns about the
+            # function it set aside: the summary and the window then say where train.py is now.
+            window = select_window(self.turns, self.config.window, keep_failed=task.kind == "code")
             summary = await self.rc.summary(self.run_id)
-            focus = await self._focus(window) if task.kind == "code" else None
             request_text = task.agent.turn
             if text_mode:
                 self.whole_file = focus is not None and shows_whole_file(focus)
@@ -174,8 +179,9 @@ class StatefulAgent(Agent):
             self.rc, self.run_id, "stateful", stop, self.calls, self.transcript, self.refusals
         )
 
-    async def _focus(self, window: list[Turn]) -> str:
-        """A code turn's view of train.py (focus.py): the profile, and the function to work on."""
+    async def _focus(self, window: list[Turn], run: Run) -> str:
+        """A code turn's view of train.py (focus.py): the profile, and the function to work on; after
+        a function's versions failed again and again, the next one (set_aside.py)."""
         files = self.config.task.files if len(self.config.task.files) > 1 else None
         code = await self.rc.train_py(self.run_id)
         if self.current_code and code != self.current_code:
@@ -188,9 +194,34 @@ class StatefulAgent(Agent):
         if last is not None and last.status not in ("ok", "running") and current:
             headline = error_headline(last.error_tail or "") or last.status
             failure = Failure(last.status, headline[:FAILURE_CHARS])
+        note = ""
+        stuck = self.aside.record(last.iteration, last.status, self.changed) if last is not None else []
+        if stuck:
+            note, went_back = await self._move_on(stuck, run, on_failed=failure is not None)
+            if went_back:
+                code = self.current_code = self.code_now = await self.rc.train_py(self.run_id)
+                info = await self.rc.profile(self.run_id)
+                self.changed, failure = [], None
+                self.turns.clear()  # the failed versions' turns: the summary keeps their results
+                window = []
         self.code_broken = failure is not None
         profile = info.profile if info is not None else None
-        return focus_text(code, files, profile, failure, self.changed, window_texts(window))
+        skip = self.aside.skip(profile)
+        shown = focus_text(code, files, profile, failure, self.changed, window_texts(window), skip)
+        return f"{note}\n{shown}" if note else shown
+
+    async def _move_on(self, stuck: list[str], run: Run, on_failed: bool) -> tuple[str, bool]:
+        """Set `stuck` aside: back to the best version (the original when nothing ran well) when
+        train.py is still the failed version. The agent's own step, not the model's: it counts nothing."""
+        if not on_failed:
+            return set_aside_note(stuck, None, 0, False), False
+        back = run.best.artifact_version if run.best is not None else 1
+        outcome = await self.rc.call_tool(ToolName.REVERT_TRAIN_PY, {"version": back, "run_id": self.run_id})
+        if not outcome.ok:
+            return set_aside_note(stuck, None, back, False), False
+        version = outcome.as_model(ArtifactInfo).version
+        self.latest_version = max(self.latest_version, version)
+        return set_aside_note(stuck, version, back, run.best is not None), True
 
     async def _run_tools(self, assistant: Message, calls: list[ToolCall], names: set[str]) -> Turn:
         profile = self.config.task.agent

@@ -4,7 +4,9 @@ Not the whole file: the profile (each function's share of the time, the hottest 
 lines) and the source of the function in focus, which is, in this order:
 - the function where the current version crashed, when it did (its failing line is in the error);
 - the functions the last change touched, when the current version's output was wrong;
-- the hottest function of the profile.
+- the hottest function of the profile, passing over those the agent has set aside (versions of them
+  were wrong or crashed over and over: Qwen2.5-Coder-1.5B sent the same wrong department_stats five
+  times and never got to count_people, a third of the time and a plain loop to count).
 Copying a 148-line file, Qwen2.5-Coder-1.5B dropped lines; asked for edits of it, it misquoted them;
 one function of 20-50 lines, with the lines that cost the most named, is what it can rework.
 
@@ -64,6 +66,7 @@ def in_focus(
     profile: Profile | None,
     failure: Failure | None,
     changed: list[str],
+    skip: frozenset[str] = frozenset(),
 ) -> list[Function]:
     """The functions a turn shows (see the module's docstring); empty when none can be singled out."""
     if failure is not None and failure.status == "crash":
@@ -75,9 +78,12 @@ def in_focus(
         if touched:
             return touched
     if profile is not None and profile.hot and profile.hot.rpartition(":")[2] != MODULE:
-        function = find_function(source, profile.hot, files)
-        if function is not None:
-            return [function]
+        for name in [profile.hot] + [f.name for f in profile.functions if f.share > 0]:
+            if name.rpartition(":")[2] in skip or name.rpartition(":")[2] == MODULE:
+                continue
+            function = find_function(source, name, files)
+            if function is not None:
+                return [function]
     return []
 
 
@@ -109,15 +115,17 @@ def focus_text(
     failure: Failure | None,
     changed: list[str],
     window_texts: list[str],
+    skip: frozenset[str] = frozenset(),
 ) -> str:
     """The code part of a turn: the profile's two lines, the last failure in full (the summary clips
     it), then the function(s) in focus, or the whole file when it is short and nothing stands out."""
     parts = []
+    functions = in_focus(source, files, profile, failure, changed, skip)
     if profile is not None:
-        parts += [time_line(profile), lines_line(profile)]
+        hot_shown = profile.hot is None or profile.hot.rpartition(":")[2] not in skip
+        parts += [time_line(profile), lines_line(profile) if hot_shown else ""]
     if failure is not None:
         parts.append(f"The current version failed ({failure.status}): {failure.headline}")
-    functions = in_focus(source, files, profile, failure, changed)
     if not functions:
         if source.count("\n") <= WHOLE_FILE_LINES or not all_functions(source, files):
             parts.append(f"{WHOLE_FILE_HEADER}\n```python\n{source.rstrip()}\n```")
