@@ -51,14 +51,15 @@ class SetAside:
         return frozenset(self.names)
 
 
-def set_aside_note(stuck: list[str], version: int | None, back: int, best: bool) -> str:
+def set_aside_note(stuck: list[str], version: int | None, back: int, best: bool, metric: str) -> str:
     """What the model is told when the agent moved on (`version`: the new version after going back;
     None when train.py was not on the failed version any more)."""
     names = ", ".join(stuck)
+    instead = (
+        "speed up the function below instead" if metric == "speedup" else "change what is shown below instead"
+    )
     said = f"{names}: {SET_ASIDE_AFTER} versions in a row failed, so it is set aside for now"
     if version is None:
-        return said + "; speed up the function below instead."
+        return f"{said}; {instead}."
     where = "the best so far" if best else "the original"
-    return (
-        f"{said}: train.py went back to v{back} ({where}) as v{version}; speed up the function below instead."
-    )
+    return f"{said}: train.py went back to v{back} ({where}) as v{version}; {instead}."

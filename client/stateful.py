@@ -214,14 +214,14 @@ class StatefulAgent(Agent):
         """Set `stuck` aside: back to the best version (the original when nothing ran well) when
         train.py is still the failed version. The agent's own step, not the model's: it counts nothing."""
         if not on_failed:
-            return set_aside_note(stuck, None, 0, False), False
+            return set_aside_note(stuck, None, 0, False, run.metric_name), False
         back = run.best.artifact_version if run.best is not None else 1
         outcome = await self.rc.call_tool(ToolName.REVERT_TRAIN_PY, {"version": back, "run_id": self.run_id})
         if not outcome.ok:
-            return set_aside_note(stuck, None, back, False), False
+            return set_aside_note(stuck, None, back, False, run.metric_name), False
         version = outcome.as_model(ArtifactInfo).version
         self.latest_version = max(self.latest_version, version)
-        return set_aside_note(stuck, version, back, run.best is not None), True
+        return set_aside_note(stuck, version, back, run.best is not None, run.metric_name), True
 
     async def _run_tools(self, assistant: Message, calls: list[ToolCall], names: set[str]) -> Turn:
         profile = self.config.task.agent

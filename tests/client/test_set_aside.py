@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch_mcp.client.run_cmd import run_session
-from autoresearch_mcp.client.set_aside import SET_ASIDE_AFTER, SetAside
+from autoresearch_mcp.client.set_aside import SET_ASIDE_AFTER, SetAside, set_aside_note
 from autoresearch_mcp.contract.functions import find_function
 from autoresearch_mcp.contract.profile import FunctionTime, Profile
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
@@ -44,6 +44,15 @@ def test_a_version_that_ran_well_clears_the_count_of_the_functions_it_changed():
     aside.record(1, "incorrect", ["count_people"])
     aside.record(2, "ok", ["count_people"])
     assert aside.record(3, "incorrect", ["count_people"]) == []
+
+
+def test_the_note_asks_for_speed_only_where_speed_is_the_metric():
+    assert set_aside_note(["forward"], None, 0, False, "val_loss") == (
+        "forward: 2 versions in a row failed, so it is set aside for now; change what is shown below instead."
+    )
+    assert set_aside_note(["f"], 5, 2, True, "speedup").endswith(
+        "train.py went back to v2 (the best so far) as v5; speed up the function below instead."
+    )
 
 
 def test_when_every_profiled_function_is_set_aside_all_are_shown_again():
