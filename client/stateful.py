@@ -115,9 +115,9 @@ class StatefulAgent(Agent):
                 break
             window = select_window(self.turns, self.config.window, keep_failed=task.kind == "code")
             focus = await self._focus(window, run) if task.kind == "code" else None
-            # After the focus, which may go back to an earlier version and drop the turns about the
-            # function it set aside: the summary and the window then say where train.py is now.
-            window = select_window(self.turns, self.config.window, keep_failed=task.kind == "code")
+            if not self.turns:
+                window = []  # the focus went back to an earlier version and dropped the turns about it
+            # After the focus, which may have gone back: the summary says where train.py is now.
             summary = await self.rc.summary(self.run_id)
             request_text = task.agent.turn
             if text_mode:
