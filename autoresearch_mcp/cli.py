@@ -129,13 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def research_error(exc: BaseException) -> ResearchError | None:
-    """The ResearchError inside `exc`, even when a task group wrapped it in exception groups."""
-    if isinstance(exc, ResearchError):
+def user_error(exc: BaseException) -> Exception | None:
+    """The user's error inside `exc` (a ResearchError, or an LLMError: its message says what to do), even
+    when a task group wrapped it in exception groups."""
+    from autoresearch_mcp.client.llm.base import LLMError
+
+    if isinstance(exc, ResearchError | LLMError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            if (found := research_error(inner)) is not None:
+            if (found := user_error(inner)) is not None:
                 return found
     return None
 
@@ -153,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except BaseException as exc:  # the top-level handler: a user's error is one line, a bug is not hidden
-        if (error := research_error(exc)) is None:
+        if (error := user_error(exc)) is None:
             raise
         print(f"{PROG}: {one_line(str(error))}", file=sys.stderr)
         return 2

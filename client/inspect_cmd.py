@@ -22,9 +22,11 @@ from autoresearch_mcp.contract.arguments import GetRunSummaryArgs, QueryResultsA
 from autoresearch_mcp.contract.display import better_way, utc_minute
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.files import edited_files, file_diffs
 from autoresearch_mcp.contract.models import Experiment, Run, RunStatus
 
 RUN_ID = re.compile(r"^r-[0-9a-f]{10}$")
+DIFF_LINES = 200  # a whole rewrite of a long file would bury the rest of `show`
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,13 +56,25 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
 
     p = sub.add_parser(
         "show",
-        help="show one run: its summary, best result and experiments",
-        epilog="example:\n  autoresearch-mcp show latest\n  autoresearch-mcp show r-0123456789 --last 10",
+        help="show one run: its summary, best result and experiments (code: the best's diff from v1)",
+        epilog="example:\n  autoresearch-mcp show latest\n  autoresearch-mcp show r-0123456789 --last 10"
+        "\n  autoresearch-mcp show r-0123456789 --version 3 --diff-lines 0",
     )
     add_server_arguments(p)
     p.add_argument("run_id", nargs="?", default="latest", help="a run id, or 'latest' (default)")
     p.add_argument(
         "--last", type=whole_number("expected", 0), default=0, help="only the last N experiments (0: all)"
+    )
+    p.add_argument(
+        "--version",
+        type=whole_number("expected", 1),
+        help="the version whose diff from the original v1 to show, as `apply` takes (default: the best's)",
+    )
+    p.add_argument(
+        "--diff-lines",
+        type=whole_number("expected", 0),
+        default=DIFF_LINES,
+        help="show at most N lines of each file's diff (0: all)",
     )
     p.set_defaults(func=lambda args: drive(args, show_run))
 
@@ -214,6 +228,13 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     run = await resolve_run(rc, args.run_id)
     summary = await rc.result(GetRunSummaryArgs(run_id=run.id))
     history = await rc.history(run.id)
+    edited = any(e.artifact_version > 1 for e in history) or args.version is not None
+    edits = await edit_descriptions(rc, run.id) if edited else {}
+    if args.version is not None and args.version not in edits:
+        raise ResearchError(
+            f"run {run.id} has no version {args.version} (it has v1 to v{max(edits, default=1)})",
+            kind="unknown_version",
+        )
     print(f"run {run.id}  {run.name or ''}".rstrip())
     print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")
     print(f"metric {run.metric_name} ({arrow(run)}) · created {utc_minute(run.created_at)}")
@@ -231,13 +252,14 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     if not history:
         print("no experiments yet")
         return 0
-    edits = await edit_descriptions(rc, run.id) if any(e.artifact_version > 1 for e in history) else {}
+    names = edited_files(run.config)
     best_params = run.best.params if run.best else None
     shown = history[-args.last :] if args.last > 0 else history
     rows = [["#", "status", run.metric_name, "best", "seconds", "changes vs best / edit / note"]]
     for exp in shown:
         if edits:
-            what = f"train.py v{exp.artifact_version}: {edits.get(exp.artifact_version, '')}"
+            what = f"{names[0] + ' ' if len(names) == 1 else ''}v{exp.artifact_version}: "
+            what += edits.get(exp.artifact_version, "")
         else:
             what = changes(exp, best_params)
         if exp.note:
@@ -253,4 +275,31 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
             ]
         )
     print(columns(rows))
+    if edits:
+        await show_diff(rc, run, args)
     return 0
+
+
+async def show_diff(rc: ResearchClient, run: Run, args: argparse.Namespace) -> None:
+    """The chosen version against the original, file by file (each bounded by --diff-lines): what the
+    run changed, and what `apply` would write back."""
+    version = args.version or (run.best.artifact_version if run.best else None)  # as `apply` chooses
+    print()
+    if version is None:
+        print("no best yet: --version N shows that version's diff from v1")
+        return
+    which = f"v{version}" if args.version else f"v{version} (the best's version)"
+    diffs = file_diffs(
+        await rc.train_py(run.id, 1), await rc.train_py(run.id, version), edited_files(run.config), 1, version
+    )
+    if not diffs:
+        print(f"{which} is the original v1's text: no diff")
+        return
+    print(f"{which} against the original v1, file by file:")
+    for diff in diffs:
+        limit = args.diff_lines or len(diff.lines)
+        print("\n".join(diff.lines[:limit]))
+        if len(diff.lines) > limit:
+            left = len(diff.lines) - limit
+            print(f"... {left} more lines of {diff.name}'s diff left out (--diff-lines 0 shows all)")
+    print(f"write it back: autoresearch-mcp apply {run.id} --version {version} --to PATH")

@@ -51,14 +51,19 @@ class SetAside:
         return frozenset(self.names)
 
 
-def set_aside_note(stuck: list[str], version: int | None, back: int, best: bool, metric: str) -> str:
+def set_aside_note(
+    stuck: list[str], version: int | None, back: int, best: bool, metric: str, refused: str | None = None
+) -> str:
     """What the model is told when the agent moved on (`version`: the new version after going back;
-    None when train.py was not on the failed version any more)."""
+    None when train.py was not on the failed version any more, or when going back was `refused`)."""
     names = ", ".join(stuck)
     instead = (
         "speed up the function below instead" if metric == "speedup" else "change what is shown below instead"
     )
     said = f"{names}: {SET_ASIDE_AFTER} versions in a row failed, so it is set aside for now"
+    if refused is not None:
+        # train.py is still the failed version: "change what is shown" alone would build on it.
+        return f"{said}, but going back to v{back} was refused ({refused}): REVERT v{back}, then {instead}."
     if version is None:
         return f"{said}; {instead}."
     where = "the best so far" if best else "the original"

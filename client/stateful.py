@@ -182,7 +182,7 @@ class StatefulAgent(Agent):
     async def _focus(self, window: list[Turn], run: Run) -> str:
         """A code turn's view of train.py (focus.py): the profile, and the function to work on; after
         a function's versions failed again and again, the next one (set_aside.py)."""
-        files = self.config.task.files if len(self.config.task.files) > 1 else None
+        files = self.config.task.files or None  # one file: its own name (slow.py), not train.py
         code = await self.rc.train_py(self.run_id)
         if self.current_code and code != self.current_code:
             self.changed = changed_functions(self.current_code, code, files)
@@ -218,7 +218,8 @@ class StatefulAgent(Agent):
         back = run.best.artifact_version if run.best is not None else 1
         outcome = await self.rc.call_tool(ToolName.REVERT_TRAIN_PY, {"version": back, "run_id": self.run_id})
         if not outcome.ok:
-            return set_aside_note(stuck, None, back, False, run.metric_name), False
+            refused = (outcome.text or "no reason given")[:200]
+            return set_aside_note(stuck, None, back, False, run.metric_name, refused=refused), False
         version = outcome.as_model(ArtifactInfo).version
         self.latest_version = max(self.latest_version, version)
         return set_aside_note(stuck, version, back, run.best is not None, run.metric_name), True
@@ -271,7 +272,7 @@ class StatefulAgent(Agent):
         model's words become the version's description."""
         text = assistant.text
         turn = Turn(assistant=assistant, user=Message(role="user"))
-        files = self.config.task.files if len(self.config.task.files) > 1 else None
+        files = self.config.task.files or None  # one file: its own name (slow.py), not train.py
         ran_well, offer_done = run.best is not None, self.may_finish(run)
         reply = read_text_reply(text, self.current_code, ran_well, files)
         if reply.action == "done":

@@ -165,7 +165,7 @@ class StatelessAgent(Agent):
             return None
         iteration = len(self.versions)
         description = f"stateless iteration {iteration}"
-        files = self.config.task.files if len(self.config.task.files) > 1 else None
+        files = self.config.task.files or None  # one file: its own name (slow.py), not train.py
         calls = [
             (ToolName.REPLACE_FUNCTION, {"name": name, "source": source, "description": description})
             for name, source in function_versions(code, self.source, files) or []

@@ -1,12 +1,17 @@
 """A task folder's editable files as the one text the artifact store versions (train.py's place);
-the server packs them, `autoresearch-mcp apply` unpacks a version back into files.
+the server packs them, `autoresearch-mcp apply` unpacks a version back into files, and `show`, the
+dashboard and the report diff two versions file by file, each file under its own name (`slow.py`, not
+train.py, the store's word for the artifact).
 
 One file: its text, unchanged. Several: each file's text under a header line naming it, in the order
 `edit` lists them; search/replace edits then work across the files as on one, and a whole new `source`
 must keep the headers. What comes back is checked: the same files, in the same order, nothing else.
 """
 
+import difflib
 import re
+from dataclasses import dataclass
+from typing import Any
 
 HEADER = "# ==== autoresearch file: {name} ===="
 _HEADER = re.compile(r"^# ==== autoresearch file: (?P<name>\S+) ====$", re.M)
@@ -39,3 +44,29 @@ def unpack(text: str, names: list[str]) -> dict[str, str]:
         end = found[index + 1].start() if index + 1 < len(found) else len(text)
         files[match["name"]] = text[match.end() + 1 : end]
     return files
+
+
+def edited_files(config: dict[str, Any]) -> list[str]:
+    """The files a run's artifact holds, as its task declared them when it started (the run keeps them
+    in its options, so this holds where the task folder is not registered): train.py by default."""
+    return config.get("options", {}).get("files") or ["train.py"]
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    name: str
+    lines: list[str]  # `--- NAME vA` and `+++ NAME vB` first, then the hunks
+
+
+def file_diffs(old: str, new: str, names: list[str], a: int, b: int) -> list[FileDiff]:
+    """Version a -> version b, file by file in the artifact's order; a file that did not change has none.
+    The one diff that `show` prints and the dashboard and the report render."""
+    before, after = unpack(old, names), unpack(new, names)
+    diffs = []
+    for name, text in after.items():
+        lines = difflib.unified_diff(
+            before.get(name, "").splitlines(), text.splitlines(), f"{name} v{a}", f"{name} v{b}", lineterm=""
+        )
+        if unified := list(lines):
+            diffs.append(FileDiff(name, unified))
+    return diffs

@@ -102,7 +102,11 @@ class ScriptedLLM:
         if task.kind == "params" and not ParamSpace(task.params_schema, plan).names:
             raise LLMError(f"the scripted backend has no numeric params to search in task {task.name!r}")
         if task.kind == "code" and not plan.steps:
-            raise LLMError(f"the scripted backend has no scripted steps for task {task.name!r}")
+            raise LLMError(
+                f"the scripted backend has no scripted steps for task {task.name!r}: it plays the built-in "
+                "tasks and task folders in params work; run a folder in code work with --llm openai or "
+                "--llm anthropic"
+            )
         self.task = task
         self.plan = plan
         self.seed = seed

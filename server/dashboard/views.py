@@ -1,6 +1,5 @@
 """What the dashboard and the report show, read from the store and the client transcripts. Reads only."""
 
-import difflib
 import glob
 import hashlib
 import json
@@ -9,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from autoresearch_mcp.contract.files import edited_files, file_diffs
 from autoresearch_mcp.contract.models import Experiment, ExperimentStatus, Note, Run, RunStatus, line_count
 from autoresearch_mcp.contract.transcript import (
     TokenTotals,
@@ -104,6 +104,7 @@ class VersionDiff(BaseModel):
     run_id: str
     a: int
     b: int
+    files: list[str] = Field(description="the files that differ (all the run's files where none does)")
     added: int
     removed: int
     lines: list[DiffLine]
@@ -228,36 +229,32 @@ def run_detail(store: Store, run_id: str, transcripts: Path) -> RunDetail:
 
 
 def version_diff(store: Store, run_id: str, a: int, b: int) -> VersionDiff:
-    """train.py version a -> version b as a unified diff, each line classified for rendering."""
+    """Version a -> version b as unified diffs, one per file that changed under its own name (what
+    `show` prints), each line classified for rendering."""
     old, new = store.artifacts.get(run_id, a), store.artifacts.get(run_id, b)
-    unified = list(
-        difflib.unified_diff(
-            old.source.splitlines(),
-            new.source.splitlines(),
-            fromfile=f"train.py v{a}",
-            tofile=f"train.py v{b}",
-            lineterm="",
-        )
-    )
+    names = edited_files(store.get_run(run_id).config)
+    per_file = file_diffs(old.source, new.source, names, a, b)
     lines = []
-    for text in unified:
-        if text.startswith(("---", "+++")) and len(lines) < 2:
-            kind = "file"
-        elif text.startswith("@@"):
-            kind = "hunk"
-        elif text.startswith("+"):
-            kind = "add"
-        elif text.startswith("-"):
-            kind = "del"
-        else:
-            kind = "ctx"
-        lines.append(DiffLine(kind=kind, text=text))
+    for diff in per_file:
+        for index, text in enumerate(diff.lines):
+            if index < 2:  # its `---` and `+++` lines
+                kind = "file"
+            elif text.startswith("@@"):
+                kind = "hunk"
+            elif text.startswith("+"):
+                kind = "add"
+            elif text.startswith("-"):
+                kind = "del"
+            else:
+                kind = "ctx"
+            lines.append(DiffLine(kind=kind, text=text))
     return VersionDiff(
         run_id=run_id,
         a=a,
         b=b,
+        files=[diff.name for diff in per_file] or names,
         added=sum(line.kind == "add" for line in lines),
         removed=sum(line.kind == "del" for line in lines),
         lines=lines,
-        unified="\n".join(unified),
+        unified="\n".join(line.text for line in lines),
     )

@@ -60,7 +60,7 @@ def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
         if last is not None and last.experiment.status not in ("ok", "running"):
             headline = error_headline(last.experiment.error_tail or "") or last.experiment.status
             failure = Failure(last.experiment.status, headline[:FAILURE_CHARS])
-        files = task.editable() if len(task.editable()) > 1 else None
+        files = task.editable() or None  # one file: its own name (slow.py), not train.py
         changed = []
         if current.version > 1:
             before = research.train_py.store.artifacts.get(run_id, current.version - 1).source

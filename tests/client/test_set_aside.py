@@ -55,6 +55,14 @@ def test_the_note_asks_for_speed_only_where_speed_is_the_metric():
     )
 
 
+def test_when_going_back_was_refused_the_note_says_train_py_is_still_the_failed_version():
+    note = set_aside_note(["forward"], None, 3, True, "val_loss", refused="the server is busy")
+    assert note == (
+        "forward: 2 versions in a row failed, so it is set aside for now, but going back to v3 was refused "
+        "(the server is busy): REVERT v3, then change what is shown below instead."
+    )
+
+
 def test_when_every_profiled_function_is_set_aside_all_are_shown_again():
     aside = SetAside()
     for i, name in enumerate(["count_people", "count_people", "copy_records", "copy_records"]):

@@ -1,0 +1,59 @@
+"""A task folder in code work is worked on as codeopt-records is: its profile comes from running the user's
+own benchmark command, and the turn shows the hot function of the user's file, under that file's name."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from autoresearch_mcp.client.run_cmd import run_session
+from autoresearch_mcp.client.task_folder import resolve_task_folder
+from conftest import ROOT, run_args
+from fakes import FakeOpenAIServer, chat_completion
+
+SLOW = ROOT / "examples" / "tasks" / "slow-function"
+FASTER = (  # half the pairs, no square root: the same output, about 2x
+    "def pairwise_close(points, radius):\n"
+    "    r2 = radius * radius\n"
+    "    pairs = []\n"
+    "    n = len(points)\n"
+    "    for i in range(n):\n"
+    "        xi, yi = points[i]\n"
+    "        for j in range(i + 1, n):\n"
+    "            xj, yj = points[j]\n"
+    "            dx = xi - xj\n"
+    "            dy = yi - yj\n"
+    "            if dx * dx + dy * dy < r2:\n"
+    "                pairs.append((i, j))\n"
+    "    return sorted(pairs)\n"
+)
+
+
+@pytest.mark.asyncio
+async def test_the_stateful_turn_shows_the_profiled_function_of_the_users_file_and_runs_its_new_def(
+    tmp_path: Path, agent_server_env: None
+):
+    before = (SLOW / "slow.py").read_text()
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(chat_completion(f"Half the pairs, no sqrt.\n```python\n{FASTER}```"))
+        args = run_args(
+            tmp_path,
+            *("--task", str(SLOW), "--llm", "openai", "--base-url", fake.base_url),
+            *("--model", "qwen2.5-coder", "--iterations", "1", "--code-replies", "text"),
+        )
+        resolve_task_folder(args)  # as `autoresearch-mcp run --task PATH` does
+        result = await run_session(args, mode="stateful", seed=42)
+        first = " ".join(str(m["content"]) for m in fake.bodies("/chat/completions")[0]["messages"][1:])
+    assert "Time by function: pairwise_close" in first  # bench.py, run under the profiler
+    assert "pairwise_close (slow.py lines " in first and "def pairwise_close(" in first
+    assert "train.py lines" not in first
+    assert result.experiments == 1
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    try:
+        (status,) = conn.execute("SELECT status FROM experiments").fetchone()
+        (source,) = conn.execute("SELECT source FROM artifacts ORDER BY version DESC LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    assert status == "ok"
+    assert FASTER in source  # slow.py defines nothing else: the block is the whole new file
+    assert (SLOW / "slow.py").read_text() == before  # the user's file was not written
