@@ -1,6 +1,7 @@
 """The three task folders in examples/tasks/, each registered with a real server and run through MCP, with
 data that scikit-learn ships (no download)."""
 
+import importlib.util
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,8 +14,6 @@ from autoresearch_mcp.server.settings import ServerSettings
 from conftest import ROOT
 
 TASKS = ROOT / "examples" / "tasks"
-
-pytestmark = pytest.mark.asyncio
 
 
 @asynccontextmanager
@@ -31,6 +30,7 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
     return result.structured_content
 
 
+@pytest.mark.asyncio
 async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
     async with serving(settings) as client:
         started = await call(client, "start_run", {"task": "digits-hgb", "budget": 2})
@@ -42,22 +42,44 @@ async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
     assert exp["status"] == "ok" and 0 < exp["metric"] < 1 and 0.8 < exp["metrics"]["val_accuracy"] <= 1
 
 
-async def test_digits_mlp_is_a_code_task_whose_fixed_parts_an_edit_cannot_reach(settings):
+@pytest.mark.asyncio
+async def test_digits_mlp_keeps_its_val_loss_line_last_and_shows_how_long_a_version_trained(settings):
     async with serving(settings) as client:
         started = await call(client, "start_run", {"task": "digits-mlp", "budget": 2})
         run_id = started["run_id"]
         assert started["experiment_tool"] == "run_benchmark"
         first_result = await call(client, "run_benchmark", {"run_id": run_id})
         first = first_result["experiment"]
-        edit = [{"search": "prepare.evaluate(", "replace": "prepare.TIME_BUDGET_S = 0\nprepare.evaluate("}]
-        await call(client, "modify_train_py", {"run_id": run_id, "description": "try", "edits": edit})
-        train_py = await call(client, "get_current_train_py", {"run_id": run_id})
+        # A version that trains without the Budget, then prints a val_loss line of its own.
+        edits = [
+            {"search": "while budget.left():", "replace": "while steps < 20:"},
+            {
+                "search": "prepare.evaluate(forward(X_val)[1], y_val)",
+                "replace": "prepare.evaluate(forward(X_val)[1], y_val)\nprint('val_loss: 0.0')",
+            },
+        ]
+        await call(client, "modify_train_py", {"run_id": run_id, "description": "own loop", "edits": edits})
+        unbudgeted = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
     assert first["status"] == "ok" and first["metric"] < 1.0 and first["metrics"]["steps"] > 100
     assert first_result["profile"] is None  # profile = false: the metric is a loss, not a time
-    assert "prepare.TIME_BUDGET_S = 0" in train_py["source"]  # an edit of train.py only
+    assert first["metrics"]["train_s"] >= 3.0  # TIME_BUDGET_S, and a little for the data and the model
+    assert unbudgeted["status"] == "ok" and unbudgeted["metrics"]["steps"] == 20
+    assert unbudgeted["metrics"]["train_s"] < 3.0  # the changed budget shows in the results
+    assert unbudgeted["metric"] > first["metric"]  # evaluate's val_loss: the line printed after it never ran
     assert (TASKS / "digits-mlp" / "prepare.py").read_text().count("TIME_BUDGET_S = 3.0") == 1
 
 
+def test_digits_mlp_binds_its_budget_when_prepare_is_imported():
+    """An edited train.py that sets prepare.TIME_BUDGET_S still trains for the fixed budget."""
+    spec = importlib.util.spec_from_file_location("digits_mlp_prepare", TASKS / "digits-mlp" / "prepare.py")
+    assert spec is not None and spec.loader is not None
+    prepare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prepare)  # evaluate, which ends the process, is never called here
+    prepare.TIME_BUDGET_S = 0.0
+    assert prepare.Budget().left()
+
+
+@pytest.mark.asyncio
 async def test_slow_function_keeps_a_faster_version_and_a_wrong_one_fails_its_check(settings):
     async with serving(settings) as client:
         run_id = (await call(client, "start_run", {"task": "slow-function", "budget": 3}))["run_id"]

@@ -6,6 +6,7 @@ Every mistake in the file is one message naming the file, the table and the key.
 """
 
 import math
+import os
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -202,6 +203,14 @@ def load_folder(folder: Path | str) -> TaskFolder:
             f"{'.'.join(str(p) for p in err['loc']) or 'top level'}: {err['msg']}" for err in exc.errors()[:5]
         )
         raise ResearchError(f"{toml}: {problems}", kind="bad_argument") from None
+    python = spec.task.python
+    if python is not None and not (Path(python).is_absolute() and os.access(python, os.X_OK)):
+        # Found here, not as every experiment's crash (each one a unit of budget spent).
+        raise ResearchError(
+            f"{toml}: python: {python} is not an executable file; give the absolute path of the interpreter "
+            "the command's `python` means (e.g. /home/me/venv/bin/python), or leave it out for the server's",
+            kind="bad_argument",
+        )
     originals = []
     for file in spec.task.edit:
         source_path = path / file
