@@ -1,10 +1,11 @@
 """The harness of a task folder, inside the sandbox: run the user's command, report what it printed.
 
 Runs in the sandboxed child (sandbox/child.py): its writes are already confined to the working
-directory. It lays the folder out there (small files copied, directories and large files linked to
-the originals, the run's version of the edited files written in their place), so relative paths
-resolve as they would in the folder while nothing in the folder can be written; then it confines reads to the folder, the declared
-`reads`, the interpreter and the system, and starts the command. The command runs one Landlock domain
+directory. It lays the folder out there (its directories made afresh, small files copied, large ones
+linked, the run's version of the edited files written in their place; the declared `reads` at the
+places they have beside the folder), so relative paths resolve as they would in the folder while
+nothing of the user's can be written (`_Layout` says how); then it confines reads to the folder, the
+declared `reads`, the interpreter and the system, and starts the command. The command runs one Landlock domain
 deeper (writes only in the working directory, no TCP, no signals to the harness) with a scrubbed
 environment plus AUTORESEARCH_PARAMS. There is no Python allow-list: the script is its owner's code, and
 the agent's edits to it are held by the OS layers alone (docs/sandbox.md). What comes back is the exit
@@ -14,13 +15,15 @@ status and the ends of stdout and stderr; the server parses the metric lines.
 import json
 import os
 import shutil
+import stat
 import subprocess
 import threading
+from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
 from autoresearch_mcp.sandbox import candidate, profiler, seccomp
-from autoresearch_mcp.sandbox.child import confine_fork, confine_reads
+from autoresearch_mcp.sandbox.child import confine_fork, confine_reads, landlock_abi
 
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
 STDOUT_KEEP = 64_000
@@ -29,38 +32,129 @@ ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "OMP_NUM_THREADS",
 ENV_KEEP += ("MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONHASHSEED")
 
 
-COPY_UP_TO = 1_000_000  # bytes: smaller files are copied, larger ones and directories linked
+COPY_UP_TO = 1_000_000  # bytes: a smaller file of the folder is copied, a larger one linked
+COPY_BUDGET = 32_000_000  # bytes copied per experiment at most; past them, small files are linked too
+MIRROR_UP_TO = 5_000  # entries laid out one by one; a directory that would pass them is linked whole
 
 
-def _place(entry: Path, at: Path) -> None:
-    """A copy of a small file (Python resolves a linked script to its real folder, and would import its
-    neighbours from there, not the run's versions), a link to anything else."""
-    if entry.is_file() and not entry.is_symlink() and entry.stat().st_size <= COPY_UP_TO:
-        shutil.copyfile(entry, at)
-    else:
-        at.symlink_to(entry)
+class _Layout:
+    """Places the user's entries in the working directory without ever exposing them to a write.
+
+    Directories are real directories here, so what the script creates in one stays in the working
+    directory. A file is copied (the script may overwrite its copy; Python imports a copied script's
+    neighbours from here, not from the folder) or, when large or past the copy budget, symlinked:
+    Landlock refuses a write through the link, and the script may still remove or rename over it, which
+    changes only the link. Never a hard link: that is the user's inode beneath the writable directory,
+    and `open(name, "w")` would truncate the user's file. Without Landlock (`links` false) nothing would
+    refuse a write through a symlink either, so everything is copied there, however large.
+    """
+
+    def __init__(self, links: bool) -> None:
+        self.links = links
+        self.copied = 0
+        self.entries = 0
+
+    def whole(self, source: Path, at: Path) -> None:
+        """`source` at `at` in one piece: a link (read-only), or where there can be none a copy."""
+        if self.links:
+            at.symlink_to(source)
+        elif source.is_dir():
+            self.mirror(source, at, set())
+        elif source.is_file():
+            self._file(str(source), at, source.stat())
+
+    def mirror(self, source: Path, at: Path, keep: set[Path]) -> None:
+        """`source`'s tree as real directories under `at`, breadth first. `keep`, relative to `source`:
+        the directories laid out one by one whatever their size (the way to an edited file), and the
+        edited files, left out (the run's version is written in their place)."""
+        queue = deque([(source, at, Path(), os.path.realpath(source))])
+        seen: set[str] = set()
+        while queue:
+            here, there, relative, real = queue.popleft()
+            if real in seen:
+                continue  # a link back up the tree: laid out already
+            seen.add(real)
+            entries = sorted(_entries(here), key=lambda entry: entry.name)
+            if self.links and relative not in keep and self.entries + len(entries) > MIRROR_UP_TO:
+                there.symlink_to(here)  # too many entries to lay out at each experiment: read-only
+                continue
+            there.mkdir(exist_ok=True)
+            self.entries += len(entries)
+            for entry in entries:
+                name, target = relative / entry.name, there / entry.name
+                if entry.is_dir():
+                    if entry.is_symlink() and self.links and name not in keep:
+                        target.symlink_to(entry.path)  # the user's link: it may lead out of the folder
+                    else:
+                        inner = os.path.realpath(entry.path) if entry.is_symlink() else f"{real}/{entry.name}"
+                        queue.append((Path(entry.path), target, name, inner))
+                elif name in keep:
+                    continue
+                elif entry.is_file():
+                    self._file(entry.path, target, entry.stat())
+                elif self.links:
+                    target.symlink_to(entry.path)  # a dangling link, a fifo: nothing to copy
+
+    def read(self, work: Path, cwd: Path, position: Path, real: Path) -> None:
+        """A declared read at `position` from the script's directory, where it is from the folder."""
+        location = Path(os.path.normpath(cwd / position))
+        if cwd.is_relative_to(location):  # it holds the folder: its other entries, level by level
+            for part in cwd.relative_to(location).parts:
+                for entry in _entries(real):
+                    if entry.name != part and not os.path.lexists(location / entry.name):
+                        self.whole(Path(entry.path), location / entry.name)
+                location, real = location / part, real / part
+            return
+        above = [p for p in location.parents if p.is_relative_to(work) and p != work]
+        if os.path.lexists(location) or any(p.is_symlink() or p.is_file() for p in above):
+            return  # inside a read laid out already
+        location.parent.mkdir(parents=True, exist_ok=True)
+        self.whole(real, location)
+
+    def _file(self, source: str, at: Path, info: os.stat_result) -> None:
+        if self.links and (info.st_size > COPY_UP_TO or self.copied + info.st_size > COPY_BUDGET):
+            at.symlink_to(source)
+            return
+        shutil.copyfile(source, at)
+        # The owner's mode bits, so an executable stays one; and writable: the copy is the script's.
+        os.chmod(at, stat.S_IMODE(info.st_mode) | stat.S_IWUSR)
+        self.copied += info.st_size
 
 
-def lay_out(folder: Path, work: Path, files: dict[str, str]) -> None:
-    """The folder's entries in `work` (small files copied, the rest linked), except the edited files
-    (and the directories on their way), which are written from the run's version."""
-    edited_dirs: dict[Path, set[str]] = {}
+def _entries(directory: Path) -> list[os.DirEntry[str]]:
+    """A directory's entries; none where it cannot be listed (nor could the script list it)."""
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except OSError:
+        return []
+
+
+def lay_out(folder: Path, work: Path, files: dict[str, str], reads: list[list[str]], *, links: bool) -> Path:
+    """The folder laid out in `work` with the run's version of the edited files, and the declared
+    `reads` ([as declared, resolved]) beside it as they are beside the folder; returns the directory
+    the command runs in. A read that reaches above the folder (`../data`) puts that directory as many
+    levels below `work` as it has `..`, named as the folder's own ancestors, so every relative path the
+    script uses resolves to the place it has in the folder, and every write stays under `work`."""
+    positions = []
+    for declared, real in reads:
+        position = Path(os.path.relpath(os.path.normpath(os.path.join(folder, declared)), folder))
+        if position.parts[:1] == ("..",):
+            positions.append((position, Path(real)))
+    ups = max((position.parts.count("..") for position, _ in positions), default=0)
+    names = folder.parts[1:]
+    cwd = work.joinpath(*names[max(len(names) - ups - 1, 0) :]) if ups else work
+    cwd.parent.mkdir(parents=True, exist_ok=True)
+    keep = {Path()}
     for name in files:
-        parts = Path(name).parts
-        for depth in range(len(parts)):
-            edited_dirs.setdefault(Path(*parts[:depth]), set()).add(parts[depth])
-    for relative, real in sorted(edited_dirs.items(), key=lambda item: len(item[0].parts)):
-        (work / relative).mkdir(parents=True, exist_ok=True)
-        source_dir = folder / relative
-        if source_dir.is_dir():
-            for entry in source_dir.iterdir():
-                if entry.name not in real:
-                    _place(entry, work / relative / entry.name)
-    if not files:
-        for entry in folder.iterdir():
-            _place(entry, work / entry.name)
+        keep |= {Path(name), *Path(name).parents}
+    layout = _Layout(links)
+    layout.mirror(folder, cwd, keep)
     for name, text in files.items():
-        (work / name).write_text(text, encoding="utf-8")
+        (cwd / name).write_text(text, encoding="utf-8")
+    for position, real in sorted(positions, key=lambda item: len(item[0].parts)):
+        layout.read(work, cwd, position, real)
+    return cwd
 
 
 def _tail(stream: IO[bytes], keep: int, out: list[bytes]) -> None:
@@ -164,16 +258,17 @@ def run_command(payload: dict[str, Any]) -> dict[str, Any]:
     alone), and the report carries what it measured."""
     work = Path.cwd()
     folder = Path(payload["folder_path"])
-    lay_out(folder, work, payload["files"])
+    # Links are safe only where Landlock confines writes (sandbox/child.py did, if the kernel has it).
+    cwd = lay_out(folder, work, payload["files"], payload["reads"], links=landlock_abi() > 0)
     python = Path(payload["python_path"])
     interpreter = {python.parent.parent, python.resolve().parent.parent}  # a venv and its base
-    confine_reads([folder, *payload["reads"], *interpreter])
+    confine_reads([folder, *(real for _, real in payload["reads"]), *interpreter])
     deny = candidate.Setup.deny_processes  # the task did not declare processes; seccomp is here
     command = payload["command"]
     can_profile = bool(payload.get("profile")) and Path(command[0]) == python
     report: dict[str, Any] = {"profile": None}
     if not payload.get("profile_only"):
-        report.update(_run(booted(command, str(python), deny, profile=False), payload, work, {}))
+        report.update(_run(booted(command, str(python), deny, profile=False), payload, work, cwd, {}))
         if report["returncode"] != 0 or report["timed_out"]:
             return report
     if can_profile:
@@ -182,6 +277,7 @@ def run_command(payload: dict[str, Any]) -> dict[str, Any]:
             booted(command, str(python), deny, profile=True),
             payload,
             work,
+            cwd,
             {"AUTORESEARCH_PROFILE": json.dumps(spec)},
         )
         report["profile"] = _read_profile(work / PROFILE_FILE)
@@ -203,9 +299,10 @@ def _read_profile(path: Path) -> dict[str, Any] | None:
 
 
 def _run(
-    command: list[str], payload: dict[str, Any], work: Path, extra_env: dict[str, str]
+    command: list[str], payload: dict[str, Any], work: Path, cwd: Path, extra_env: dict[str, str]
 ) -> dict[str, Any]:
-    """One run of the command in `work`, confined; its exit status and the ends of its output."""
+    """One run of the command in `cwd`, its writes confined to `work`; its exit status and the ends
+    of its output."""
 
     def confine_script() -> None:  # in the child, before exec: its cgroup leaf, one Landlock domain deeper
         if candidate.Setup.group is not None:
@@ -215,7 +312,7 @@ def _run(
     candidate.before_fork()  # nothing an earlier run of the script left behind runs on
     proc = subprocess.Popen(
         command,
-        cwd=work,
+        cwd=cwd,
         env={**_environment(payload, work), **extra_env},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -181,7 +181,8 @@ class FolderTask(Task):
             "files": files,
             "command": [python if part == "python" else part for part in task.command],
             "python_path": python,
-            "reads": [str(path) for path in loaded.reads],
+            # As declared (where a relative one is placed beside the script) and resolved (what is read).
+            "reads": [[entry, str(path)] for entry, path in zip(task.reads, loaded.reads, strict=True)],
             "params": json.dumps(params.model_dump()),
             "seed": ctx.seed,
             "timeout_s": task.timeout_s,
