@@ -69,3 +69,23 @@ def make_folder(
 def folder_files(folder: Path) -> dict[str, bytes]:
     """Every file under the folder and its bytes: a run must leave this unchanged."""
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# examples/tasks/slow-function's pairwise_close, faster: half the pairs, no square root, locals bound
+# once. About 2x, well clear of timing noise on 2 busy cores (halving the pairs alone gains little: the
+# skipped `i < j` test was cheap). The same output.
+FASTER_PAIRWISE_CLOSE = (
+    "def pairwise_close(points, radius):\n"
+    "    r2 = radius * radius\n"
+    "    pairs = []\n"
+    "    n = len(points)\n"
+    "    for i in range(n):\n"
+    "        xi, yi = points[i]\n"
+    "        for j in range(i + 1, n):\n"
+    "            xj, yj = points[j]\n"
+    "            dx = xi - xj\n"
+    "            dy = yi - yj\n"
+    "            if dx * dx + dy * dy < r2:\n"
+    "                pairs.append((i, j))\n"
+    "    return sorted(pairs)\n"
+)

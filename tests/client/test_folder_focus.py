@@ -10,23 +10,10 @@ from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.client.task_folder import resolve_task_folder
 from conftest import ROOT, run_args
 from fakes import FakeOpenAIServer, chat_completion
+from folder_fixture import FASTER_PAIRWISE_CLOSE
 
 SLOW = ROOT / "examples" / "tasks" / "slow-function"
-FASTER = (  # half the pairs, no square root: the same output, about 2x
-    "def pairwise_close(points, radius):\n"
-    "    r2 = radius * radius\n"
-    "    pairs = []\n"
-    "    n = len(points)\n"
-    "    for i in range(n):\n"
-    "        xi, yi = points[i]\n"
-    "        for j in range(i + 1, n):\n"
-    "            xj, yj = points[j]\n"
-    "            dx = xi - xj\n"
-    "            dy = yi - yj\n"
-    "            if dx * dx + dy * dy < r2:\n"
-    "                pairs.append((i, j))\n"
-    "    return sorted(pairs)\n"
-)
+FASTER = FASTER_PAIRWISE_CLOSE  # the same output, about 2x
 
 
 @pytest.mark.asyncio

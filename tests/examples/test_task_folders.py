@@ -12,6 +12,7 @@ from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from conftest import ROOT
+from folder_fixture import FASTER_PAIRWISE_CLOSE
 
 TASKS = ROOT / "examples" / "tasks"
 
@@ -84,23 +85,7 @@ async def test_slow_function_keeps_a_faster_version_and_a_wrong_one_fails_its_ch
     async with serving(settings) as client:
         run_id = (await call(client, "start_run", {"task": "slow-function", "budget": 3}))["run_id"]
         slow = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
-        # Half the pairs, no square root, locals bound once: about 2x, well clear of timing noise on 2
-        # busy cores (halving the pairs alone gains little: the skipped `i < j` test was cheap).
-        source = (
-            "def pairwise_close(points, radius):\n"
-            "    r2 = radius * radius\n"
-            "    pairs = []\n"
-            "    n = len(points)\n"
-            "    for i in range(n):\n"
-            "        xi, yi = points[i]\n"
-            "        for j in range(i + 1, n):\n"
-            "            xj, yj = points[j]\n"
-            "            dx = xi - xj\n"
-            "            dy = yi - yj\n"
-            "            if dx * dx + dy * dy < r2:\n"
-            "                pairs.append((i, j))\n"
-            "    return sorted(pairs)\n"
-        )
+        source = FASTER_PAIRWISE_CLOSE
         await call(
             client,
             "modify_train_py",
