@@ -107,8 +107,10 @@ def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing(
     assert honest.status == outcome.status == "ok", outcome
     # Every call starts from nothing: the "cache" gains nothing. Judged against the reference timed beside
     # it in the same run (a working cache answers in microseconds: a speedup in the hundreds); two runs'
-    # own times, taken apart, move with the machine's load (12.7 against 5.5 ms once, in CI).
-    assert outcome.metrics["speedup"] < 1.5 and honest.metrics["speedup"] < 1.5, (honest, outcome)
+    # own times, taken apart, move with the machine's load (12.7 against 5.5 ms once, in CI). Even the
+    # paired ratio read 1.56 (interval 0.53-1.93) on 2 cores shared with a model server: 3 leaves that
+    # noise room and still fails a cache by two orders of magnitude.
+    assert outcome.metrics["speedup"] < 3 and honest.metrics["speedup"] < 3, (honest, outcome)
 
 
 @pytest.mark.skipif(landlock_abi() < 6, reason="signal scoping needs Landlock ABI 6")
