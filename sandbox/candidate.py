@@ -1,4 +1,4 @@
-"""The harness's side of the OS layers around candidate code: the candidate cgroup and the seccomp filter.
+"""The harness's side of the OS layers around candidate code: the candidate cgroup and the seccomp filters.
 
 The runner makes one cgroup per evaluation (cgroups.py) and names its `candidate` leaf in the spec. The
 harness opens the files it writes (cgroup.procs to join, cgroup.kill) once, before it confines itself
@@ -7,12 +7,12 @@ Then, for every fork that loads candidate code (isolate.py):
 - before the fork, the leaf is emptied: whatever an earlier candidate left running (a CPU burner
   started to slow the next measurement) is killed before anything is measured again;
 - the fork joins the leaf before it loads anything, so it and everything it starts count against the
-  tree's memory limit and CPU time; then the seccomp filter refuses it new processes unless the task
-  declared that it starts them (seccomp.py);
+  tree's memory limit and CPU time; then seccomp filters refuse it Unix sockets and mounts, and new
+  processes unless the task declared that it starts them (seccomp.py);
 - as each message of the fork arrives, the leaf's CPU time is read: from the ready stamp to the result
   is the call's CPU time, everything it started included (and its exit not);
 - after the fork ended, the leaf is emptied again.
-Without a cgroup the fork still gets the filter where the kernel has seccomp, and its CPU time comes
+Without a cgroup the fork still gets the filters where the kernel has seccomp, and its CPU time comes
 from its own resource usage (what it started and did not wait for is not counted).
 """
 
@@ -23,7 +23,11 @@ import time
 from typing import Any
 
 from autoresearch_mcp.sandbox.cgroups import read_cpu_ns
-from autoresearch_mcp.sandbox.seccomp import deny_new_processes, seccomp_available
+from autoresearch_mcp.sandbox.seccomp import (
+    deny_new_processes,
+    deny_unix_sockets_and_mounts,
+    seccomp_available,
+)
 
 
 class CandidateGroup:
@@ -72,6 +76,8 @@ class Setup:
     """What every candidate fork of this harness gets: set once from the runner's spec."""
 
     group: CandidateGroup | None = None
+    # No Unix sockets and no mounts for any candidate, whatever its task declares, where there is seccomp.
+    filters: bool = seccomp_available()
     # Refused unless the runner says the task declared new processes (or seccomp is missing here).
     deny_processes: bool = seccomp_available()
 
@@ -97,10 +103,12 @@ def cpu_now() -> float | None:
 
 
 def enter() -> None:
-    """In the fork, before anything of the candidate's loads: join the leaf, then the filter. A filter
+    """In the fork, before anything of the candidate's loads: join the leaf, then the filters. A filter
     that cannot be installed where it was promised ends the fork (OSError): no candidate runs without."""
     if Setup.group is not None:
         Setup.group.join()
+    if Setup.filters:
+        deny_unix_sockets_and_mounts()
     if Setup.deny_processes:
         deny_new_processes()
 

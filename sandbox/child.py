@@ -8,6 +8,14 @@ runs. The files a task names in its payload under keys ending in `_path` stay re
 the payload; the candidate cannot add to it). An entry module that needs more sets `CONFINES_READS = True`
 and calls `confine_reads` itself once it has read what it needs, before it loads candidate code.
 
+Landlock does not handle chmod, chown, utime or setxattr, so before it confines itself the process makes
+a mount namespace of its own, where the files the task names (those `_path` files, or what the entry
+module's `read_only_paths(payload)` returns) are read-only bind mounts: changing their mode, owner, times
+or extended attributes answers EROFS. Landlock then refuses it and its forks any mount, and the seccomp
+filter every candidate gets refuses mount_setattr, which Landlock lets through (seccomp.py). Where no
+mount namespace can be made (no root and no user namespace), the files stay as they are and the run's
+`isolation` list says so.
+
 The entry is trusted harness code and runs no candidate code itself: it forks for that (isolate.py, which
 nests one more Landlock layer with `confine_fork`). Its return value goes back on a pipe the runner
 opened, whose write end only this frame holds. Where the server could make one, the process first joins
@@ -43,6 +51,9 @@ _FS_READS = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
 _FS_FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE  # allowed on a file rule
 _NET_TCP = 1 | 2  # bind, connect (ABI 4)
 _SCOPE_ALL = 1 | 2  # abstract unix sockets, signals (ABI 6)
+_CLONE_NEWNS = 0x00020000
+_MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
+_MS_LOCKED = 2 | 4 | 8  # nosuid, nodev, noexec: as statvfs reports them, kept on a remount
 # What Python, native libraries and CPU-count probes read; nothing here holds a user's data.
 _SYSTEM_READ_PATHS = (
     *("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/urandom"),
@@ -164,6 +175,43 @@ def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
     return _restrict(_FS_READS, [(root, _FS_READS) for root in sorted(roots) if root], tcp=False, scope=False)
 
 
+def mount_read_only(paths: Iterable[str | Path], writable: Path) -> bool:
+    """Make `paths` read-only for this process and all it starts, in a mount namespace of its own:
+    each is bound onto itself (with what is mounted below it), then remounted read-only. A path that
+    holds `writable` is left as it is (the run writes there), one that does not exist is skipped. False
+    where no mount namespace can be made here; OSError where one was made and a mount failed (nothing
+    must run believing the files are protected when they are not)."""
+    held = writable.resolve()
+    targets = sorted(
+        {
+            real
+            for real in (os.path.realpath(path) for path in paths)
+            if os.path.lexists(real) and not held.is_relative_to(real)
+        }
+    )
+    if not targets:
+        return True
+    libc = _libc()
+    # Needs CAP_SYS_ADMIN in this process's user namespace: root, or the mapped root under `unshare`.
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        return False
+    # Private first: a mount namespace copied from one whose mounts are shared would pass our mounts on.
+    _mount(None, "/", _MS_REC | _MS_PRIVATE)
+    for target in targets:
+        _mount(target, target, _MS_BIND | _MS_REC)
+        # In a user namespace the mount's nosuid, nodev and noexec are locked: a remount must keep them.
+        locked = os.statvfs(target).f_flag & _MS_LOCKED
+        _mount(None, target, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | locked)
+    return True
+
+
+def _mount(source: str | None, target: str, flags: int) -> None:
+    encoded = None if source is None else os.fsencode(source)
+    if _libc().mount(encoded, os.fsencode(target), None, ctypes.c_ulong(flags), None) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {target}: {os.strerror(errno)}")
+
+
 def _set_limits(limits: dict, nproc: bool) -> None:
     memory = int(limits["memory_mb"]) * 1024 * 1024
     cpu = max(1, int(float(limits["cpu_s"]) + 0.999))
@@ -190,20 +238,22 @@ def main() -> int:
     os.set_inheritable(result_fd, False)
     _network[0] = bool(spec["limits"].get("network", False))
     candidate.configure(spec)  # opens the candidate cgroup's files: Landlock refuses them from here on
-    confine_writes(Path.cwd(), network=_network[0])
     module_name, func_name = spec["entry"].split(":")
     import_root = spec.get("import_root")
     if import_root and import_root not in sys.path:  # a plugin task's harness outside the package
         sys.path.append(import_root)
+    # Imported before Landlock (trusted harness code): it names what to mount read-only, and Landlock
+    # refuses mounts.
     module = importlib.import_module(module_name)
+    payload = spec["payload"]
+    named = [v for k, v in payload.items() if k.endswith("_path") and isinstance(v, str) and os.path.isabs(v)]
+    read_only = getattr(module, "read_only_paths", None)
+    mount_read_only(named if read_only is None else read_only(payload), Path.cwd())  # isolation.py says where
+    confine_writes(Path.cwd(), network=_network[0])
     if not getattr(module, "CONFINES_READS", False):
-        payload = spec["payload"]
-        named = [
-            v for k, v in payload.items() if k.endswith("_path") and isinstance(v, str) and os.path.isabs(v)
-        ]
         confine_reads(named)
     entry = getattr(module, func_name)
-    result = entry(spec["payload"])
+    result = entry(payload)
     with os.fdopen(result_fd, "w") as out:
         out.write(json.dumps(result))
     return 0

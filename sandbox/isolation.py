@@ -1,9 +1,10 @@
 """What the sandbox can enforce on this machine, said once at start and listed with every run.
 
-The OS layers are the boundary (docs/sandbox.md): the run's cgroup (memory of the whole tree, processes,
-CPU time, kill before measuring), seccomp (no new processes), namespaces (network, PIDs) and Landlock
-(files, signals). Each is probed here; a run's `isolation` list says what applied to it, and
-`weaker_guarantees()` says, for the server's start-up warning, what is missing and what holds instead.
+The OS layers are the boundary (docs/sandbox.md): the run's cgroup (memory of the whole tree, processes, CPU
+time, kill before measuring), seccomp (no Unix sockets, no mounts, no new processes), namespaces (network,
+PIDs, mounts: the task's files read-only) and Landlock (files, signals). Each is probed here; a run's
+`isolation` list says what applied to it, and `weaker_guarantees()` says, for the server's start-up warning,
+what is missing and what holds instead.
 """
 
 import os
@@ -49,8 +50,9 @@ def weaker_guarantees() -> list[str]:
         )
     if not seccomp.seccomp_available():
         missing.append(
-            "no seccomp filter here: candidates may fork and exec; the cgroup (if any) still holds "
-            "their memory and process count and is emptied before each measurement"
+            "no seccomp filter here: candidates may fork and exec, and connect to the Unix sockets the "
+            "server's user may (Docker, D-Bus); the cgroup (if any) still holds their memory and process "
+            "count and is emptied before each measurement"
         )
     if not landlock_abi():
         missing.append("no Landlock: a candidate's process can read what the server's user can read")
@@ -58,6 +60,11 @@ def weaker_guarantees() -> list[str]:
         missing.append("no network namespace: a candidate can use the network")
     if not pid_namespace_available():
         missing.append("no PID namespace: a process that leaves its process group can outlive a run")
+    if user_flags() is None:
+        missing.append(
+            "no mount namespace: a candidate can change the mode, owner and times of the files its task "
+            "names (a task folder's included), though not their content"
+        )
     return missing
 
 
@@ -84,6 +91,13 @@ def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> tuple[list[str], 
         isolation.append(
             f"process count NOT capped and memory per process only ({cgroups.cgroup_support().describe()})"
         )
+    if seccomp.seccomp_available():
+        isolation.append(
+            "no Unix sockets and no mounts for candidate code (seccomp: socket(AF_UNIX), mount, umount "
+            "and the new mount API refused; socketpair allowed)"
+        )
+    else:
+        isolation.append("Unix sockets NOT refused (no seccomp here): those the server's user may reach")
     if limits.new_processes:
         isolation.append("new processes allowed (the task declares that it starts them)")
     elif seccomp.seccomp_available():
@@ -105,6 +119,18 @@ def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> tuple[list[str], 
         isolation.append("own PID namespace and /proc (stray processes die with it)")
     else:
         isolation.append("no PID namespace: a process that leaves its process group can outlive the run")
+    # The child makes the mount namespace itself (child.mount_read_only): it can where it is root in its
+    # user namespace, under `unshare`, or where this process makes namespaces without one.
+    if prefix or user_flags() == ():
+        isolation.append(
+            "the files the task names (a folder, its declared reads) mounted read-only in the child's own "
+            "mount namespace: no chmod, chown, utime or xattr on them"
+        )
+    else:
+        isolation.append(
+            "the files the task names NOT mounted read-only (no mount namespace): their mode, owner and "
+            "times can be changed"
+        )
     abi = landlock_abi()
     if abi:
         isolation.append(

@@ -1,15 +1,29 @@
-"""No new processes: a seccomp filter for the processes that run candidate code.
+"""Seccomp filters for the processes that run untrusted code: no Unix sockets, no mounts, no new processes.
 
-Threads stay allowed (XGBoost and BLAS need them); every other way to a new process is refused with an
-error the candidate's code sees as an OSError: fork, vfork, clone without CLONE_THREAD, execve and
-execveat. clone3 answers ENOSYS, because its flags sit in memory a filter cannot read, and glibc then
-falls back to clone for its threads. The filter is a small classic BPF program installed through prctl
-with ctypes (no dependency), so it holds on any Linux with seccomp on x86-64 or AArch64, whatever
-Python then does: it is enforced by the kernel, on the process and everything it becomes.
+Two classic BPF programs, installed through prctl with ctypes (no dependency), so they hold on any Linux
+with seccomp on x86-64 or AArch64, whatever Python then does: they are enforced by the kernel, on the
+process and everything it becomes. Stacked filters all run; the strictest answer wins.
 
-It goes on the fork that loads candidate code (isolate.py), after the harness's own forks, so the harness
-can still fork one process per call. Syscalls of another ABI (32-bit or x32 on x86-64) are refused alike:
-a candidate cannot slip past the table by switching ABI.
+- Every process that runs candidate code or a task folder's script gets the first
+  (`deny_unix_sockets_and_mounts`): socket() of the AF_UNIX domain answers EPERM, because the empty
+  network namespace leaves pathname Unix sockets reachable (/var/run/docker.sock, D-Bus) and Landlock
+  does not mediate connect(); socketpair() stays allowed (it names no path: multiprocessing's Pipe and
+  asyncio use it). The cost: multiprocessing's forkserver start method, its Manager and its AF_UNIX
+  Listener need a Unix socket and fail; the fork and spawn start methods need none.
+  The mount syscalls answer EPERM too, old API and new, so that a process with CAP_SYS_ADMIN in its
+  user namespace cannot undo the read-only mounts of the files its task names (sandbox/child.py):
+  Landlock refuses mount and umount, but not mount_setattr.
+- Unless the task declared that it starts processes, the second (`deny_new_processes`): threads stay
+  allowed (XGBoost and BLAS need them); every other way to a new process is refused with an error the
+  code sees as an OSError: fork, vfork, clone without CLONE_THREAD, execve and execveat. clone3 answers
+  ENOSYS, because its flags sit in memory a filter cannot read, and glibc then falls back to clone for
+  its threads.
+
+They go on the fork that loads candidate code (isolate.py), after the harness's own forks, so the harness
+can still fork one process per call; a task folder's command gets the first before exec and the second
+from the interpreter, before the script's first line (server/tasks/folder/child.py). Syscalls of another
+ABI (32-bit or x32 on x86-64, whose socketcall would hide the domain) kill the process: untrusted code
+cannot slip past the table by switching ABI.
 """
 
 import ctypes
@@ -18,6 +32,7 @@ import os
 import platform
 import struct
 import sys
+from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -28,6 +43,7 @@ _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
 _CLONE_THREAD = 0x00010000
+_AF_UNIX = 1
 _X32_BIT = 0x40000000
 # Classic BPF opcodes: load a word at an absolute offset, jump if equal / if bits set / if greater or
 # equal (constant operand), return a constant.
@@ -42,14 +58,19 @@ class _Arch(NamedTuple):
     audit: int  # AUDIT_ARCH_*, as seccomp_data.arch reports it
     refused: tuple[int, ...]  # fork, vfork, execve, execveat where the architecture has them
     clone: int
+    socket: int
+    mounts: tuple[int, ...]  # mount, umount2
 
 
 # Syscall numbers differ between architectures; AArch64 has no fork or vfork (glibc uses clone).
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, refused=(57, 58, 59, 322), clone=56),
-    "aarch64": _Arch(0xC00000B7, refused=(221, 281), clone=220),
+    "x86_64": _Arch(0xC000003E, refused=(57, 58, 59, 322), clone=56, socket=41, mounts=(165, 166)),
+    "aarch64": _Arch(0xC00000B7, refused=(221, 281), clone=220, socket=198, mounts=(40, 39)),
 }
-_CLONE3 = 435  # the same on every architecture (new syscalls share one table)
+# The same on every architecture (new syscalls share one table).
+_CLONE3 = 435
+# open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr, open_tree_attr
+_MOUNT_API = (428, 429, 430, 431, 432, 433, 442, 467)
 _RETURNS = {
     "deny": _RET_ERRNO | errno.EPERM,
     "enosys": _RET_ERRNO | errno.ENOSYS,
@@ -58,25 +79,49 @@ _RETURNS = {
 }
 _OPCODES = {"ld": _LD_ABS_W, "jeq": _JEQ_K, "jge": _JGE_K, "jset": _JSET_K}
 
+# One step: (op, k, where to go when the test holds, where otherwise): a return named in _RETURNS, or
+# None for the next step. Quoted: this file also runs as plain source on a task folder's own interpreter
+# (server/tasks/folder/child.py), which may be older than the server's.
+_Step = tuple[str, int, "str | None", "str | None"]
 
-def _program(machine: str) -> bytes:
-    """The filter for `machine`, as raw sock_filter instructions. Each step is (op, k, where to go when
-    the test holds, where otherwise): a return named in _RETURNS, or None for the next step."""
-    arch = _ARCHES[machine]
-    steps: list[tuple[str, int, str | None, str | None]] = [
+
+def _own_abi(machine: str) -> list[_Step]:
+    """Where both filters start: kill another ABI's syscalls, then load the syscall's number."""
+    steps: list[_Step] = [
         ("ld", _ARCH, None, None),
-        ("jeq", arch.audit, None, "kill"),  # another ABI (32-bit syscalls on x86-64)
+        ("jeq", _ARCHES[machine].audit, None, "kill"),  # another ABI (32-bit syscalls on x86-64)
         ("ld", _NR, None, None),
     ]
     if machine == "x86_64":
         steps.append(("jge", _X32_BIT, "kill", None))  # the x32 ABI: same arch, other numbers
-    steps += [("jeq", number, "deny", None) for number in arch.refused]
-    steps += [
+    return steps
+
+
+def _sockets_and_mounts(machine: str) -> list[_Step]:
+    arch = _ARCHES[machine]
+    return [
+        *_own_abi(machine),
+        *[("jeq", number, "deny", None) for number in (*arch.mounts, *_MOUNT_API)],
+        ("jeq", arch.socket, None, "allow"),
+        ("ld", _ARG0_LOW, None, None),  # socket's domain
+        ("jeq", _AF_UNIX, "deny", "allow"),
+    ]
+
+
+def _new_processes(machine: str) -> list[_Step]:
+    arch = _ARCHES[machine]
+    return [
+        *_own_abi(machine),
+        *[("jeq", number, "deny", None) for number in arch.refused],
         ("jeq", _CLONE3, "enosys", None),
         ("jeq", arch.clone, None, "allow"),
         ("ld", _ARG0_LOW, None, None),  # clone's flags (their low 32 bits)
         ("jset", _CLONE_THREAD, "allow", "deny"),  # a thread, or a new process
     ]
+
+
+def _program(steps: list[_Step]) -> bytes:
+    """`steps` as raw sock_filter instructions, followed by the returns they jump to."""
     labels = {name: len(steps) + i for i, name in enumerate(_RETURNS)}
     out = bytearray()
     for index, (op, k, when_true, when_false) in enumerate(steps):
@@ -94,7 +139,7 @@ class _SockFprog(ctypes.Structure):
 
 @lru_cache(maxsize=1)
 def seccomp_available() -> bool:
-    """Whether this kernel and architecture can take the filter (checked without installing it)."""
+    """Whether this kernel and architecture can take the filters (checked without installing one)."""
     if not sys.platform.startswith("linux") or platform.machine() not in _ARCHES:
         return False
     try:
@@ -104,13 +149,22 @@ def seccomp_available() -> bool:
         return False
 
 
+def deny_unix_sockets_and_mounts() -> None:
+    """Install the first filter on this process (and whatever it runs from now on). Raises OSError where
+    it cannot: the caller was told it would hold, so untrusted code must not run without it."""
+    _install(_sockets_and_mounts)
+
+
 def deny_new_processes() -> None:
-    """Install the filter on this process (and whatever it runs from now on). Raises OSError where it
-    cannot: the caller was told it would hold, so a candidate must not run without it."""
+    """Install the second filter, the same way."""
+    _install(_new_processes)
+
+
+def _install(steps_for: Callable[[str], list[_Step]]) -> None:
     machine = platform.machine()
     if machine not in _ARCHES:
         raise OSError(errno.ENOSYS, f"no seccomp filter for {machine}")
-    program = _program(machine)
+    program = _program(steps_for(machine))
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)

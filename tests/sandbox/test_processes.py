@@ -1,5 +1,6 @@
 """The OS layers around candidate processes, with no Python layer in the way (plain scripts, real modules):
-no new processes unless the task declares them (seccomp), one cgroup per run holding the memory, the
+no new processes unless the task declares them and no Unix sockets in any case (seccomp), one cgroup per
+run holding the memory, the
 number and the CPU time of every process the candidate starts, emptied before each measurement; and
 where the machine has no cgroup, a run that says so and still works."""
 
@@ -113,6 +114,30 @@ def test_the_isolation_list_says_whether_new_processes_are_refused() -> None:
     expected = "no new processes" if seccomp.seccomp_available() else "new processes NOT refused"
     assert any(line.startswith(expected) for line in plain.isolation), plain.isolation
     assert any(line.startswith("new processes allowed") for line in declared.isolation)
+    sockets = "no Unix sockets" if seccomp.seccomp_available() else "Unix sockets NOT refused"
+    assert all(any(line.startswith(sockets) for line in r.isolation) for r in (plain, declared))
+
+
+@needs_seccomp
+@pytest.mark.parametrize("limits", [QUICK, FORKING], ids=["plain", "declares-processes"])
+def test_a_candidate_cannot_open_a_unix_socket_whether_or_not_its_task_declares_processes(
+    limits: Limits,
+) -> None:
+    # A pathname Unix socket (the Docker daemon's, D-Bus) is outside what the network namespace covers;
+    # socketpair names no path and stays allowed.
+    source = """\
+        import errno, socket
+        def attack():
+            try:
+                socket.socket(socket.AF_UNIX).close()
+                opened = "opened"
+            except OSError as exc:
+                opened = errno.errorcode[exc.errno]
+            left, right = socket.socketpair()
+            left.send(b"x")
+            return [opened, right.recv(1).decode()]
+    """
+    assert returned(attack(source, limits)) == ["EPERM", "x"]
 
 
 # -- one cgroup per run ---------------------------------------------------------------------------
@@ -226,6 +251,7 @@ def test_without_seccomp_a_run_says_so_and_new_processes_are_not_refused(
     result = attack(source)
     assert returned(result) == "forked"
     assert "new processes NOT refused (no seccomp here)" in result.isolation
+    assert any(line.startswith("Unix sockets NOT refused (no seccomp here)") for line in result.isolation)
 
 
 def test_the_server_says_once_at_start_what_it_cannot_enforce(

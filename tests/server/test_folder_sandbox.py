@@ -1,7 +1,7 @@
 """What a task folder's script can reach (docs/sandbox.md, "A task folder's script"): its folder and its
 declared `reads` at the relative places they have beside the folder, writes only in the experiment's
-own directory, no network; the user's files are never written. Real folders under tmp_path, run in the
-real sandbox."""
+own directory, no network and no Unix socket; the user's files are never written, nor their mode or
+times changed. Real folders under tmp_path, run in the real sandbox."""
 
 import os
 import socket
@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from autoresearch_mcp.sandbox.child import landlock_abi
+from autoresearch_mcp.sandbox import child as sandbox_child
+from autoresearch_mcp.sandbox import seccomp
+from autoresearch_mcp.sandbox.child import landlock_abi, mount_read_only
+from autoresearch_mcp.sandbox.namespaces import user_flags
 from autoresearch_mcp.sandbox.runner import network_namespace_available
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome
 from autoresearch_mcp.server.tasks.folder import child as folder_child
@@ -19,6 +22,10 @@ from autoresearch_mcp.server.tasks.folder.task import folder_task_class
 from folder_fixture import folder_files, make_folder
 
 needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="no Landlock here: files are not confined")
+needs_seccomp = pytest.mark.skipif(not seccomp.seccomp_available(), reason="no seccomp here")
+needs_mount_namespace = pytest.mark.skipif(
+    user_flags() is None, reason="no namespaces here: the task's files cannot be mounted read-only"
+)
 
 
 def run_script(folder: Path) -> Outcome:
@@ -143,6 +150,134 @@ def test_a_script_reaches_no_host_over_tcp_or_udp(tmp_path):
             udp.recv(16)
     assert outcome.status == "ok", outcome.error_tail
     assert outcome.metrics["tcp_connected"] == 0.0 and outcome.metrics["udp_sent"] == 0.0
+
+
+CONNECT_TO_A_UNIX_SOCKET = """\
+    import errno, socket
+    try:
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect({path!r})
+        print("connected: 1")
+    except OSError as exc:
+        print(f"refused: {{int(exc.errno == errno.EPERM)}}")
+    left, right = socket.socketpair()  # names no path: still allowed
+    left.send(b"x")
+    print(f"socketpair: {{int(right.recv(1) == b'x')}}")
+    print("loss: 1")
+"""
+
+
+@needs_seccomp
+@pytest.mark.parametrize("processes", [False, True], ids=["plain", "processes"])
+def test_a_script_cannot_connect_to_a_unix_socket_even_where_it_declares_processes(tmp_path, processes):
+    # A socket file the script may read (a declared read), as /var/run/docker.sock would be: the network
+    # namespace does not cover it, and Landlock does not mediate connect().
+    path = tmp_path / "host.sock"
+    extra = f'reads = ["{path}"]' + ("\nprocesses = true" if processes else "")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen()
+        script = textwrap.dedent(CONNECT_TO_A_UNIX_SOCKET.format(path=str(path)))
+        outcome = run_script(make_folder(tmp_path / "proj", script=script, extra=extra))
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert outcome.status == "ok", outcome.error_tail
+    assert outcome.metrics == {"refused": 1.0, "socketpair": 1.0, "loss": 1.0}
+
+
+@needs_seccomp
+def test_where_a_script_declares_processes_a_forked_process_talks_over_a_pipe_but_a_manager_is_refused(
+    tmp_path,
+):
+    # The cost of refusing Unix sockets: a multiprocessing Manager (and the forkserver start method)
+    # listens on one.
+    script = """\
+        import multiprocessing
+        def square(conn):
+            conn.send(conn.recv() ** 2)
+        if __name__ == "__main__":
+            fork = multiprocessing.get_context("fork")
+            here, there = fork.Pipe()
+            worker = fork.Process(target=square, args=(there,))
+            worker.start()
+            here.send(7)
+            print(f"forked: {here.recv()}")
+            worker.join()
+            try:
+                fork.Manager()
+                print("manager: 1")
+            except (OSError, EOFError):
+                print("manager: 0")
+            print("loss: 1")
+    """
+    outcome = run_script(make_folder(tmp_path, script=textwrap.dedent(script), extra="processes = true"))
+    assert outcome.status == "ok", outcome.error_tail
+    assert outcome.metrics == {"forked": 49.0, "manager": 0.0, "loss": 1.0}
+
+
+CHANGE_METADATA = """\
+    import ctypes, os, shutil
+    # First, try to undo the read-only mount (possible with CAP_SYS_ADMIN, which a root server's script
+    # has): mount_setattr clearing MOUNT_ATTR_RDONLY. Landlock lets it through; the seccomp filter not.
+    attr = (ctypes.c_uint64 * 4)(0, 1, 0, 0)
+    ctypes.CDLL(None).syscall(442, -100, {folder!r}.encode(), 0, attr, ctypes.sizeof(attr))
+    refused = 0
+    for path in {paths!r}:
+        for change in (lambda: os.chmod(path, 0o777), lambda: os.utime(path, (1, 1))):
+            try:
+                change()
+            except OSError:
+                refused += 1
+    print(f"refused: {{refused}}")
+    shutil.copy2("data/weight.txt", "copy.txt")  # chmod and utime on its own files still work
+    os.chmod("train.py", 0o700)
+    print(f"own_files: {{int(os.stat('copy.txt').st_mtime == os.stat('data/weight.txt').st_mtime)}}")
+    print("loss: 1")
+"""
+
+
+@needs_seccomp
+@needs_mount_namespace
+def test_a_script_cannot_change_the_mode_or_times_of_the_folders_files_or_its_declared_reads(tmp_path):
+    declared = tmp_path / "lookup.txt"
+    declared.write_text("4\n")
+    folder = tmp_path / "proj" / "bowl"
+    paths = [str(folder / "data" / "weight.txt"), str(folder / "train.py"), str(declared)]
+    script = CHANGE_METADATA.format(folder=str(folder), paths=paths)
+    make_folder(tmp_path / "proj", script=textwrap.dedent(script), extra=f'reads = ["{declared}"]')
+    before = {path: os.stat(path) for path in paths}
+    outcome = run_script(folder)
+    assert outcome.status == "ok", outcome.error_tail
+    assert outcome.metrics == {"refused": 6.0, "own_files": 1.0, "loss": 1.0}
+    after = {path: os.stat(path) for path in paths}
+    assert {p: (s.st_mode, s.st_mtime_ns) for p, s in after.items()} == {
+        p: (s.st_mode, s.st_mtime_ns) for p, s in before.items()
+    }
+
+
+def test_where_no_mount_namespace_can_be_made_the_files_stay_as_they_are_and_the_run_goes_on(
+    tmp_path, monkeypatch
+):
+    mounted = []
+
+    class NoNamespaces:  # the libc of a process that is neither root nor in a user namespace
+        @staticmethod
+        def unshare(flags):
+            return -1
+
+        @staticmethod
+        def mount(*args):
+            mounted.append(args)
+            return 0
+
+    monkeypatch.setattr(sandbox_child, "_libc", lambda: NoNamespaces)
+    work = tmp_path / "work"
+    work.mkdir()
+    # Nothing to mount (a missing path; one that holds the working directory): no namespace needed.
+    assert mount_read_only([tmp_path / "missing", tmp_path], work)
+    assert not mount_read_only([make_folder(tmp_path)], work)
+    assert mounted == []
 
 
 def test_where_writes_are_not_confined_the_layout_links_nothing_a_write_could_follow_into_the_folder(

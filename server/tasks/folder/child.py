@@ -6,10 +6,12 @@ linked, the run's version of the edited files written in their place; the declar
 places they have beside the folder), so relative paths resolve as they would in the folder while
 nothing of the user's can be written (`_Layout` says how); then it confines reads to the folder, the
 declared `reads`, the interpreter and the system, and starts the command. The command runs one Landlock domain
-deeper (writes only in the working directory, no TCP, no signals to the harness) with a scrubbed
-environment plus AUTORESEARCH_PARAMS. There is no Python allow-list: the script is its owner's code, and
-the agent's edits to it are held by the OS layers alone (docs/sandbox.md). What comes back is the exit
-status and the ends of stdout and stderr; the server parses the metric lines.
+deeper (writes only in the working directory, no TCP, no signals to the harness) under a seccomp filter (no
+Unix sockets, no mounts) with a scrubbed environment plus AUTORESEARCH_PARAMS. The folder and the declared
+`reads` are read-only mounts for it where a mount namespace can be made (`read_only_paths`): Landlock leaves a
+file's mode, owner and times open, a read-only mount does not. There is no Python allow-list: the script is
+its owner's code, and the agent's edits to it are held by the OS layers alone (docs/sandbox.md). What comes
+back is the exit status and the ends of stdout and stderr; the server parses the metric lines.
 """
 
 import json
@@ -130,6 +132,15 @@ def _entries(directory: Path) -> list[os.DirEntry[str]]:
         return []
 
 
+def read_only_paths(payload: dict[str, Any]) -> list[str]:
+    """What sandbox/child.py mounts read-only before it confines itself (not run_command: by then Landlock
+    refuses this process any mount): the folder and the declared reads, so that no version of the script can
+    chmod, chown, utime or setxattr the user's files (Landlock does not handle those calls). Refusing the
+    calls themselves with seccomp was the other way: it would reach every file, but shutil.copy, copystat and
+    tempfile chmod their own files in the working directory, and common code would break."""
+    return [payload["folder_path"], *(real for _, real in payload["reads"])]
+
+
 def lay_out(folder: Path, work: Path, files: dict[str, str], reads: list[list[str]], *, links: bool) -> Path:
     """The folder laid out in `work` with the run's version of the edited files, and the declared
     `reads` ([as declared, resolved]) beside it as they are beside the folder; returns the directory
@@ -230,7 +241,7 @@ MAX_PROFILE_BYTES = 2_000_000
 
 
 def booted(command: list[str], python: str, deny: bool, profile: bool) -> list[str]:
-    """`command` (whose first word is the interpreter) run by a boot that installs the seccomp filter
+    """`command` (whose first word is the interpreter) run by a boot that installs the process filter
     before the script's first line (`deny`) and profiles the run (`profile`): the interpreter's own
     options stay in front of `-c`. Unchanged when there is nothing to do."""
     if not deny and not profile:
@@ -308,6 +319,10 @@ def _run(
         if candidate.Setup.group is not None:
             candidate.Setup.group.join()
         confine_fork(work)
+        # Before exec, so that it holds for any command, `processes = true` or not; the boot adds the
+        # process filter where the folder did not declare processes (`booted`).
+        if candidate.Setup.filters:
+            seccomp.deny_unix_sockets_and_mounts()
 
     candidate.before_fork()  # nothing an earlier run of the script left behind runs on
     proc = subprocess.Popen(
