@@ -41,7 +41,7 @@ def part_of_file(code: str, current: str, files: list[str] | None = None) -> str
             "defines. Send the whole new train.py, or the new version of one of its functions (the same "
             "name), or SEARCH/REPLACE edits."
         )
-    if files is None and (missing := _head_missing(code, current)):
+    if len(files or ()) <= 1 and (missing := _head_missing(code, current)):  # one file: its head
         return (
             f"Your python block is not all of train.py: it uses {', '.join(missing[:8])}"
             f"{' and more' if len(missing) > 8 else ''}, which train.py imports or defines and your block "

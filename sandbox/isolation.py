@@ -8,7 +8,7 @@ what is missing and what holds instead.
 """
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from autoresearch_mcp.sandbox import cgroups, seccomp
 from autoresearch_mcp.sandbox.cgroups import EvaluationCgroup
@@ -18,6 +18,7 @@ from autoresearch_mcp.sandbox.namespaces import (
     PID_FLAGS,
     network_namespace_available,
     pid_namespace_available,
+    read_only_mounts_work,
     user_flags,
 )
 
@@ -68,8 +69,15 @@ def weaker_guarantees() -> list[str]:
     return missing
 
 
-def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> tuple[list[str], list[str]]:
-    """The unshare flags for a run, and the list of what is enforced for it."""
+class Plan(NamedTuple):
+    prefix: list[str]  # the unshare flags
+    isolation: list[str]  # what is enforced, as the run's `isolation` list says it
+    read_only_mounts: bool  # promised to the child: it mounts the task's files read-only, or fails
+
+
+def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> Plan:
+    """The unshare flags for a run, the list of what is enforced for it, and whether the child must
+    mount the task's files read-only."""
     isolation = [
         f"rlimit: address space {limits.memory_mb} MB, cpu {limits.cpu_s:g} s, files {limits.file_mb} MB",
         f"wall clock {limits.wall_s:g} s",
@@ -93,8 +101,8 @@ def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> tuple[list[str], 
         )
     if seccomp.seccomp_available():
         isolation.append(
-            "no Unix sockets and no mounts for candidate code (seccomp: socket(AF_UNIX), mount, umount "
-            "and the new mount API refused; socketpair allowed)"
+            "no Unix sockets, no io_uring and no mounts for candidate code (seccomp: socket(AF_UNIX), "
+            "io_uring, mount, umount, pivot_root and the new mount API refused; socketpair allowed)"
         )
     else:
         isolation.append("Unix sockets NOT refused (no seccomp here): those the server's user may reach")
@@ -119,17 +127,21 @@ def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> tuple[list[str], 
         isolation.append("own PID namespace and /proc (stray processes die with it)")
     else:
         isolation.append("no PID namespace: a process that leaves its process group can outlive the run")
-    # The child makes the mount namespace itself (child.mount_read_only): it can where it is root in its
-    # user namespace, under `unshare`, or where this process makes namespaces without one.
-    if prefix or user_flags() == ():
+    # The child makes the mount namespace itself (child.mount_read_only), under `unshare` where there is
+    # a prefix, else as this process is; the probe ran that code once as such a child. Nothing that runs
+    # untrusted code can undo the mounts, seccomp or not: it holds no capability (candidate.py), and the
+    # mounts a new user namespace would copy are locked read-only.
+    read_only = bool(prefix or user_flags() == ()) and read_only_mounts_work()
+    if read_only:
         isolation.append(
             "the files the task names (a folder, its declared reads) mounted read-only in the child's own "
-            "mount namespace: no chmod, chown, utime or xattr on them"
+            "mount namespace, except one that holds the working directory (such as /tmp): no chmod, "
+            "chown, utime or xattr on them"
         )
     else:
         isolation.append(
-            "the files the task names NOT mounted read-only (no mount namespace): their mode, owner and "
-            "times can be changed"
+            "the files the task names NOT mounted read-only (no mount namespace, or mounts refused here): "
+            "their mode, owner and times can be changed"
         )
     abi = landlock_abi()
     if abi:
@@ -143,4 +155,4 @@ def plan(limits: "Limits", cgroup: EvaluationCgroup | None) -> tuple[list[str], 
         )
     else:
         isolation.append("filesystem NOT confined (no Landlock): the child can read what this user can")
-    return prefix, isolation
+    return Plan(prefix, isolation, read_only)

@@ -59,18 +59,21 @@ class _Arch(NamedTuple):
     refused: tuple[int, ...]  # fork, vfork, execve, execveat where the architecture has them
     clone: int
     socket: int
-    mounts: tuple[int, ...]  # mount, umount2
+    mounts: tuple[int, ...]  # mount, umount2, pivot_root
 
 
 # Syscall numbers differ between architectures; AArch64 has no fork or vfork (glibc uses clone).
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, refused=(57, 58, 59, 322), clone=56, socket=41, mounts=(165, 166)),
-    "aarch64": _Arch(0xC00000B7, refused=(221, 281), clone=220, socket=198, mounts=(40, 39)),
+    "x86_64": _Arch(0xC000003E, refused=(57, 58, 59, 322), clone=56, socket=41, mounts=(165, 166, 155)),
+    "aarch64": _Arch(0xC00000B7, refused=(221, 281), clone=220, socket=198, mounts=(40, 39, 41)),
 }
 # The same on every architecture (new syscalls share one table).
 _CLONE3 = 435
 # open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr, open_tree_attr
 _MOUNT_API = (428, 429, 430, 431, 432, 433, 442, 467)
+# io_uring_setup, io_uring_enter, io_uring_register: its IORING_OP_SOCKET and IORING_OP_CONNECT make and
+# connect a socket without the socket() call the filter reads (kernels from 5.19).
+_IO_URING = (425, 426, 427)
 _RETURNS = {
     "deny": _RET_ERRNO | errno.EPERM,
     "enosys": _RET_ERRNO | errno.ENOSYS,
@@ -101,7 +104,7 @@ def _sockets_and_mounts(machine: str) -> list[_Step]:
     arch = _ARCHES[machine]
     return [
         *_own_abi(machine),
-        *[("jeq", number, "deny", None) for number in (*arch.mounts, *_MOUNT_API)],
+        *[("jeq", number, "deny", None) for number in (*arch.mounts, *_MOUNT_API, *_IO_URING)],
         ("jeq", arch.socket, None, "allow"),
         ("ld", _ARG0_LOW, None, None),  # socket's domain
         ("jeq", _AF_UNIX, "deny", "allow"),

@@ -265,6 +265,9 @@ def test_a_block_that_reads_names_only_the_top_of_train_py_defines_is_refused_be
         "Your python block is not all of train.py: it uses BATCH, HIDDEN, LEARNING_RATE, X_train, X_val,"
         " np, prepare, rng and more, which train.py imports or defines and your block never does."
     )
+    # the agents pass the task's files, ["train.py"] for one file: the same refusal
+    named = read_text_reply(f"```python\n{tail}```", DIGITS_TRAIN, ran_well=True, files=["train.py"])
+    assert named.kind == "part_of_file" and "your block never does" in (named.why_not or "")
     # a whole file that dropped one import (seed 42, three crashes in a row) names that one
     no_json = read_text_reply(f"```python\n{DIGITS_TRAIN.replace('import json', '')}```", DIGITS_TRAIN, True)
     assert no_json.kind == "part_of_file" and "it uses json, which" in (no_json.why_not or "")

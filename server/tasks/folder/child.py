@@ -7,9 +7,10 @@ places they have beside the folder), so relative paths resolve as they would in 
 nothing of the user's can be written (`_Layout` says how); then it confines reads to the folder, the
 declared `reads`, the interpreter and the system, and starts the command. The command runs one Landlock domain
 deeper (writes only in the working directory, no TCP, no signals to the harness) under a seccomp filter (no
-Unix sockets, no mounts) with a scrubbed environment plus AUTORESEARCH_PARAMS. The folder and the declared
-`reads` are read-only mounts for it where a mount namespace can be made (`read_only_paths`): Landlock leaves a
-file's mode, owner and times open, a read-only mount does not. There is no Python allow-list: the script is
+Unix sockets, no mounts), with no capabilities and a scrubbed environment plus AUTORESEARCH_PARAMS. The
+folder and the declared `reads` are read-only mounts for it where the server found that mounts work
+(`read_only_paths`; sandbox/isolation.py): Landlock leaves a file's mode, owner and times open, a read-only
+mount does not. There is no Python allow-list: the script is
 its owner's code, and the agent's edits to it are held by the OS layers alone (docs/sandbox.md). What comes
 back is the exit status and the ends of stdout and stderr; the server parses the metric lines.
 """
@@ -92,6 +93,10 @@ class _Layout:
                         queue.append((Path(entry.path), target, name, inner))
                 elif name in keep:
                     continue
+                elif entry.is_file() and entry.is_symlink() and self.links:
+                    # Linked, never copied: its target may be outside the folder and the declared reads,
+                    # where Landlock refuses the script a read that a copy would give it.
+                    target.symlink_to(entry.path)
                 elif entry.is_file():
                     self._file(entry.path, target, entry.stat())
                 elif self.links:
@@ -117,7 +122,13 @@ class _Layout:
         if self.links and (info.st_size > COPY_UP_TO or self.copied + info.st_size > COPY_BUDGET):
             at.symlink_to(source)
             return
-        shutil.copyfile(source, at)
+        try:
+            shutil.copyfile(source, at)
+        except OSError:  # a file the server may not read (nor could the script): linked, or left out
+            at.unlink(missing_ok=True)
+            if self.links:
+                at.symlink_to(source)
+            return
         # The owner's mode bits, so an executable stays one; and writable: the copy is the script's.
         os.chmod(at, stat.S_IMODE(info.st_mode) | stat.S_IWUSR)
         self.copied += info.st_size
@@ -199,13 +210,15 @@ def _run():
     _args = _sys.argv[1:]
     if _args[0] == "-m":
         _sys.argv = _args[1:]
+        _sys.path.insert(0, _os.getcwd())  # as `python -m` has it (the boot took it off)
         _runpy.run_module(_args[1], run_name="__main__", alter_sys=True)
     elif _args[0] == "-c":
         _sys.argv = ["-c", *_args[2:]]
+        _sys.path.insert(0, "")
         exec(compile(_args[1], "<string>", "exec"), {"__name__": "__main__"})
     else:
         _sys.argv = _args
-        _sys.path[0] = _os.path.dirname(_os.path.abspath(_args[0]))
+        _sys.path.insert(0, _os.path.dirname(_os.path.abspath(_args[0])))
         _runpy.run_path(_args[0], run_name="__main__")
 """
 # The profiled run, after profiler.py's own source: sample the whole run by function, trace the edit
@@ -252,7 +265,12 @@ def booted(command: list[str], python: str, deny: bool, profile: bool) -> list[s
         options.append(rest.pop(0))
     if not rest:
         raise ValueError("the command names no script, -m module or -c code after the interpreter")
-    boot = ""
+    # `-c` puts the working directory first on sys.path, and HOME (the working directory too) holds the
+    # user site: an earlier run of the script (the profiled run follows the first in the same directory)
+    # could leave a platform.py or usercustomize.py there for the boot to import before its filter. So
+    # -s, and the directory off sys.path until the script's own is put there (BOOT_RUN).
+    options = ["-s", *options]
+    boot = 'import sys as _boot_sys\nif _boot_sys.path[:1] == [""]:\n    del _boot_sys.path[0]\n'
     if deny:
         boot += Path(seccomp.__file__).read_text(encoding="utf-8") + "\ndeny_new_processes()\n"
     boot += BOOT_RUN
@@ -315,10 +333,13 @@ def _run(
     """One run of the command in `cwd`, its writes confined to `work`; its exit status and the ends
     of its output."""
 
-    def confine_script() -> None:  # in the child, before exec: its cgroup leaf, one Landlock domain deeper
+    def confine_script() -> None:
+        """In the child, before exec: its cgroup leaf, one Landlock domain deeper, no capabilities (with
+        no_new_privs an exec keeps the set it had, all of root's where the server runs as root)."""
         if candidate.Setup.group is not None:
             candidate.Setup.group.join()
         confine_fork(work)
+        candidate.drop_capabilities()
         # Before exec, so that it holds for any command, `processes = true` or not; the boot adds the
         # process filter where the folder did not declare processes (`booted`).
         if candidate.Setup.filters:

@@ -204,7 +204,9 @@ def load_folder(folder: Path | str) -> TaskFolder:
         )
         raise ResearchError(f"{toml}: {problems}", kind="bad_argument") from None
     python = spec.task.python
-    if python is not None and not (Path(python).is_absolute() and os.access(python, os.X_OK)):
+    if python is not None and not (
+        Path(python).is_absolute() and os.path.isfile(python) and os.access(python, os.X_OK)
+    ):
         # Found here, not as every experiment's crash (each one a unit of budget spent).
         raise ResearchError(
             f"{toml}: python: {python} is not an executable file; give the absolute path of the interpreter "
