@@ -14,9 +14,13 @@ Then, for every fork that loads candidate code (isolate.py):
 - after the fork ended, the leaf is emptied again.
 Without a cgroup the fork still gets the filters where the kernel has seccomp, and its CPU time comes
 from its own resource usage (what it started and did not wait for is not counted).
+Every process that runs untrusted code, a candidate fork or a task folder's script, also drops every
+capability before it loads anything (`drop_capabilities`): the server may run as root.
 """
 
 import contextlib
+import ctypes
+import errno
 import os
 import signal
 import time
@@ -28,6 +32,54 @@ from autoresearch_mcp.sandbox.seccomp import (
     deny_unix_sockets_and_mounts,
     seccomp_available,
 )
+
+_PR_CAPBSET_DROP, _PR_SET_SECUREBITS, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT = 24, 28, 38, 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAPABILITY_VERSION_3 = 0x20080522
+_CAP_SETPCAP = 8
+# Root gets no capabilities on exec (NOROOT), none are kept or restored on a change of uid
+# (NO_SETUID_FIXUP; KEEP_CAPS off), none can be raised as ambient; each locked, so that nothing this
+# process becomes can turn it back.
+_SECUREBITS = sum(1 << bit for bit in (0, 1, 2, 3, 5, 6, 7))
+# Looked up at import: a folder script's preexec runs in a fork of a threaded harness, where entering the
+# dynamic loader (dlopen, dlsym) could deadlock. None where there is no such call (not Linux).
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_CAPGET, _CAPSET, _PRCTL = (getattr(_LIBC, name, None) for name in ("capget", "capset", "prctl"))
+
+
+def drop_capabilities() -> None:
+    """Leave this process (and all it becomes, exec included) no capability and no way to regain one:
+    the securebits above, an empty bounding set, no ambient, effective, permitted or inheritable
+    capability, and no_new_privs. A server that runs as root would otherwise hand its untrusted code
+    root in the host's user namespace (or the sandbox's, with CAP_SYS_ADMIN over its read-only mounts).
+    The securebits and the bounding set need CAP_SETPCAP; a process without it has nothing to drop there
+    that it could use (no_new_privs keeps an exec from gaining what the process does not hold). OSError
+    where a step fails: nothing untrusted may start with what it should not have."""
+    if _CAPGET is None or _CAPSET is None or _PRCTL is None:
+        return  # not Linux: no capabilities to drop
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)  # this process
+    sets = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: low words, then high words
+    _checked(_CAPGET(header, sets), "capget")
+    if sets[0] & (1 << _CAP_SETPCAP):
+        _checked(_PRCTL(_PR_SET_SECUREBITS, _SECUREBITS, 0, 0, 0), "securebits")
+        cap = 0
+        while _PRCTL(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+            cap += 1
+        if ctypes.get_errno() != errno.EINVAL or cap == 0:  # EINVAL: past the kernel's last capability
+            _checked(-1, f"dropping capability {cap} from the bounding set")
+    if (
+        _PRCTL(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0
+        and ctypes.get_errno() != errno.EINVAL
+    ):
+        _checked(-1, "clearing the ambient capabilities")  # EINVAL: Linux < 4.3, which has none
+    _checked(_CAPSET(header, (ctypes.c_uint32 * 6)()), "capset")
+    _checked(_PRCTL(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def _checked(value: int, what: str) -> None:
+    if value != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"dropping capabilities: {what}: {os.strerror(code)}")
 
 
 class CandidateGroup:

@@ -12,9 +12,11 @@ Landlock does not handle chmod, chown, utime or setxattr, so before it confines 
 a mount namespace of its own, where the files the task names (those `_path` files, or what the entry
 module's `read_only_paths(payload)` returns) are read-only bind mounts: changing their mode, owner, times
 or extended attributes answers EROFS. Landlock then refuses it and its forks any mount, and the seccomp
-filter every candidate gets refuses mount_setattr, which Landlock lets through (seccomp.py). Where no
-mount namespace can be made (no root and no user namespace), the files stay as they are and the run's
-`isolation` list says so.
+filter every candidate gets refuses mount_setattr, which Landlock lets through (seccomp.py). The runner
+says in the spec whether to (`read_only_mounts`): only where the server ran this same code once and saw
+it work (isolation.py). Where it did not (no root and no user namespace, or mounts refused by AppArmor
+or SELinux), the files stay as they are and the run's `isolation` list says so; where it did and a mount
+fails, the run fails before any task code runs.
 
 The entry is trusted harness code and runs no candidate code itself: it forks for that (isolate.py, which
 nests one more Landlock layer with `confine_fork`). Its return value goes back on a pipe the runner
@@ -28,6 +30,7 @@ import ctypes
 import importlib
 import json
 import os
+import re
 import resource
 import signal
 import stat
@@ -177,10 +180,12 @@ def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
 
 def mount_read_only(paths: Iterable[str | Path], writable: Path) -> bool:
     """Make `paths` read-only for this process and all it starts, in a mount namespace of its own:
-    each is bound onto itself (with what is mounted below it), then remounted read-only. A path that
-    holds `writable` is left as it is (the run writes there), one that does not exist is skipped. False
-    where no mount namespace can be made here; OSError where one was made and a mount failed (nothing
-    must run believing the files are protected when they are not)."""
+    each is bound onto itself with what is mounted below it, then it and each of those mounts are
+    remounted read-only (binding without what is below would show the empty directories under them
+    instead, and a user namespace refuses to split a mount from those locked to it). A path that holds
+    `writable` is left as it is (the run writes there), one that does not exist is skipped. False where
+    no mount namespace can be made here; OSError where one was made and a mount failed (nothing must run
+    believing the files are protected when they are not)."""
     held = writable.resolve()
     targets = sorted(
         {
@@ -199,10 +204,26 @@ def mount_read_only(paths: Iterable[str | Path], writable: Path) -> bool:
     _mount(None, "/", _MS_REC | _MS_PRIVATE)
     for target in targets:
         _mount(target, target, _MS_BIND | _MS_REC)
-        # In a user namespace the mount's nosuid, nodev and noexec are locked: a remount must keep them.
-        locked = os.statvfs(target).f_flag & _MS_LOCKED
-        _mount(None, target, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | locked)
+        for point in [target, *_mounts_below(target)]:
+            # In a user namespace a mount's nosuid, nodev and noexec are locked: a remount must keep them.
+            locked = os.statvfs(point).f_flag & _MS_LOCKED
+            _mount(None, point, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | locked)
     return True
+
+
+def _mounts_below(target: str) -> list[str]:
+    """The mount points strictly below `target`, parents first, each once (a path mounted over is
+    listed once per mount; a remount by path reaches the one on top)."""
+    with open("/proc/self/mountinfo", "rb") as mountinfo:
+        lines = mountinfo.read().splitlines()
+    below = []
+    for line in lines:
+        # The fifth field; space, tab, newline and backslash in it are octal escapes.
+        field = re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), line.split(b" ")[4])
+        point = os.fsdecode(field)
+        if Path(point).is_relative_to(target) and point != target and point not in below:
+            below.append(point)
+    return below
 
 
 def _mount(source: str | None, target: str, flags: int) -> None:
@@ -210,6 +231,18 @@ def _mount(source: str | None, target: str, flags: int) -> None:
     if _libc().mount(encoded, os.fsencode(target), None, ctypes.c_ulong(flags), None) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"mount {target}: {os.strerror(errno)}")
+
+
+def _mount_as_promised(paths: Iterable[str | Path]) -> None:
+    """Mount `paths` read-only, or end the run before any task code runs: its isolation list says they
+    are read-only."""
+    try:
+        if mount_read_only(paths, Path.cwd()):
+            return
+        problem = "no mount namespace could be made"
+    except OSError as exc:
+        problem = str(exc)
+    sys.exit(f"sandbox: the task's files could not be mounted read-only ({problem}); nothing was run")
 
 
 def _set_limits(limits: dict, nproc: bool) -> None:
@@ -247,8 +280,9 @@ def main() -> int:
     module = importlib.import_module(module_name)
     payload = spec["payload"]
     named = [v for k, v in payload.items() if k.endswith("_path") and isinstance(v, str) and os.path.isabs(v)]
-    read_only = getattr(module, "read_only_paths", None)
-    mount_read_only(named if read_only is None else read_only(payload), Path.cwd())  # isolation.py says where
+    if spec.get("read_only_mounts"):  # promised in the run's isolation list
+        read_only = getattr(module, "read_only_paths", None)
+        _mount_as_promised(named if read_only is None else read_only(payload))
     confine_writes(Path.cwd(), network=_network[0])
     if not getattr(module, "CONFINES_READS", False):
         confine_reads(named)

@@ -296,14 +296,11 @@ def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Pa
 
 
 def _drop_privileges() -> None:
-    """Own IPC namespace (no System V shared memory with a later fork), no capabilities (the sandbox
-    may run as root), no way to regain them."""
+    """Own IPC namespace (no System V shared memory with a later fork), then no capabilities and no way
+    to regain them (candidate.drop_capabilities; the sandbox may run as root)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.unshare(_CLONE_NEWIPC)  # needs CAP_SYS_ADMIN in its user namespace; harmless if refused
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: all empty
-    if hasattr(libc, "capset"):
-        libc.capset(header, data)
+    candidate.drop_capabilities()
 
 
 def show_source(filename: str, source: str) -> None:

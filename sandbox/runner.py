@@ -164,7 +164,7 @@ def _run_in(
     work = root / "work"
     work.mkdir()
     spec_path = root / "spec.json"
-    prefix, isolation = plan(limits, cgroup)
+    prefix, isolation, read_only_mounts = plan(limits, cgroup)
     cmd = [sys.executable, "-I", "-m", "autoresearch_mcp.sandbox.child", str(spec_path)]
     unshare = shutil.which("unshare")
     if prefix and unshare:
@@ -185,6 +185,7 @@ def _run_in(
         "nproc_rlimit": cgroup is None and nproc_binds(),
         "candidate_cgroup": None if cgroup is None else cgroup.candidate_spec(),
         "deny_processes": not limits.new_processes and seccomp.seccomp_available(),
+        "read_only_mounts": read_only_mounts,
     }
     spec_path.write_text(json.dumps(spec))
     env = {**_child_env(limits, work), "AUTORESEARCH_SANDBOX_WATCH_FD": str(watch_r)}

@@ -5,18 +5,21 @@ times changed. Real folders under tmp_path, run in the real sandbox."""
 
 import os
 import socket
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from autoresearch_mcp.sandbox import child as sandbox_child
-from autoresearch_mcp.sandbox import seccomp
+from autoresearch_mcp.sandbox import isolation, runner, seccomp
 from autoresearch_mcp.sandbox.child import landlock_abi, mount_read_only
-from autoresearch_mcp.sandbox.namespaces import user_flags
-from autoresearch_mcp.sandbox.runner import network_namespace_available
+from autoresearch_mcp.sandbox.namespaces import read_only_mounts_work, user_flags
+from autoresearch_mcp.sandbox.runner import Limits, network_namespace_available
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome
 from autoresearch_mcp.server.tasks.folder import child as folder_child
+from autoresearch_mcp.server.tasks.folder import task as folder_task_module
 from autoresearch_mcp.server.tasks.folder.child import COPY_UP_TO, lay_out
 from autoresearch_mcp.server.tasks.folder.task import folder_task_class
 from folder_fixture import folder_files, make_folder
@@ -25,6 +28,9 @@ needs_landlock = pytest.mark.skipif(landlock_abi() < 1, reason="no Landlock here
 needs_seccomp = pytest.mark.skipif(not seccomp.seccomp_available(), reason="no seccomp here")
 needs_mount_namespace = pytest.mark.skipif(
     user_flags() is None, reason="no namespaces here: the task's files cannot be mounted read-only"
+)
+needs_read_only_mounts = pytest.mark.skipif(
+    not read_only_mounts_work(), reason="the task's files cannot be mounted read-only here"
 )
 
 
@@ -238,7 +244,7 @@ CHANGE_METADATA = """\
 
 
 @needs_seccomp
-@needs_mount_namespace
+@needs_read_only_mounts
 def test_a_script_cannot_change_the_mode_or_times_of_the_folders_files_or_its_declared_reads(tmp_path):
     declared = tmp_path / "lookup.txt"
     declared.write_text("4\n")
@@ -278,6 +284,133 @@ def test_where_no_mount_namespace_can_be_made_the_files_stay_as_they_are_and_the
     assert mount_read_only([tmp_path / "missing", tmp_path], work)
     assert not mount_read_only([make_folder(tmp_path)], work)
     assert mounted == []
+
+
+READ_ONLY = "the files the task names (a folder, its declared reads) mounted read-only"
+NOT_READ_ONLY = "the files the task names NOT mounted read-only"
+
+
+def isolation_lists(monkeypatch) -> list[list[str]]:
+    """The `isolation` list of each sandboxed run the folder task makes from here on."""
+    lists = []
+
+    def recorded(*args, **kwargs):
+        result = runner.run_sandboxed(*args, **kwargs)
+        lists.append(result.isolation)
+        return result
+
+    monkeypatch.setattr(folder_task_module, "run_sandboxed", recorded)
+    return lists
+
+
+CHANGE_TIMES = """\
+    import os
+    try:
+        os.utime({path!r}, (1, 1))
+        print("changed: 1")
+    except OSError:
+        print("changed: 0")
+    print("loss: 1")
+"""
+
+
+def test_where_mounts_do_not_work_here_the_run_goes_on_unprotected_and_its_isolation_list_says_so(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(isolation, "read_only_mounts_work", lambda: False)
+    lists = isolation_lists(monkeypatch)
+    folder = tmp_path / "proj" / "bowl"
+    script = CHANGE_TIMES.format(path=str(folder / "data" / "weight.txt"))
+    make_folder(tmp_path / "proj", script=textwrap.dedent(script))
+    outcome = run_script(folder)
+    assert outcome.status == "ok", outcome.error_tail
+    assert outcome.metrics == {"changed": 1.0, "loss": 1.0}  # no mount was made: the times changed
+    assert (folder / "data" / "weight.txt").stat().st_mtime == 1
+    [listed] = lists
+    assert any(line.startswith(NOT_READ_ONLY) for line in listed)
+    assert not any(line.startswith(READ_ONLY) for line in listed)
+
+
+@needs_mount_namespace
+def test_where_mounts_are_promised_and_one_fails_the_experiment_fails_before_any_task_code_runs(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(isolation, "read_only_mounts_work", lambda: True)
+    entry = "refused_mount_entry:run"
+    runner.allow_entry(entry)
+    data = tmp_path / "data.txt"
+    data.write_text("1\n")
+    result = runner.run_sandboxed(entry, {"data_path": str(data)}, Limits(wall_s=30))
+    assert any(line.startswith(READ_ONLY) for line in result.isolation)
+    assert result.status == "crash"
+    assert result.result is None
+    assert "the entry ran" not in result.output_tail
+    assert "the task's files could not be mounted read-only" in result.reason
+    assert "Permission denied" in result.reason
+
+
+UNDER_A_SUBMOUNT = """
+import errno, os, subprocess, sys
+from pathlib import Path
+from autoresearch_mcp.sandbox.child import mount_read_only
+folder, work = sys.argv[1:]
+inner = Path(folder, "inner")
+subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(inner)], check=True)
+(inner / "file.txt").write_text("x")
+assert mount_read_only([folder], Path(work))
+refused = []
+for path in (Path(folder, "top.txt"), inner / "file.txt"):
+    try:
+        os.chmod(path, 0o600)
+        refused.append(0)
+    except OSError as exc:
+        refused.append(int(exc.errno == errno.EROFS))
+print(refused)
+"""
+
+
+@needs_read_only_mounts
+def test_a_file_on_a_mount_below_a_named_directory_is_read_only_too(tmp_path):
+    folder, work = tmp_path / "folder", tmp_path / "work"
+    (folder / "inner").mkdir(parents=True)
+    (folder / "top.txt").write_text("x")
+    work.mkdir()
+    # A mount namespace of the test's own, where it may mount the tmpfs below the folder.
+    command = ["unshare", *(user_flags() or ()), "--mount", "--"]
+    command += [sys.executable, "-I", "-c", UNDER_A_SUBMOUNT, str(folder), str(work)]
+    probe = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.strip() == "[1, 1]"
+
+
+HELD_CAPABILITIES = """\
+    import ctypes
+    libc = ctypes.CDLL(None)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    sets = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable
+    assert libc.capget(header, sets) == 0
+    print(f"held: {sum(bin(word).count('1') for word in sets)}")
+    print(f"bounding: {sum(libc.prctl(23, cap, 0, 0, 0) == 1 for cap in range(64))}")  # PR_CAPBSET_READ
+    print(f"ambient: {sum(libc.prctl(47, 1, cap, 0, 0) == 1 for cap in range(64))}")  # PR_CAP_AMBIENT_IS_SET
+    print(f"securebits: {libc.prctl(27, 0, 0, 0, 0)}")  # PR_GET_SECUREBITS
+    print("loss: 1")
+"""
+
+
+def test_a_script_holds_no_capability_and_cannot_regain_one_even_where_the_server_is_root(tmp_path):
+    # Landlock keeps the script out of its own /proc/self (docs/sandbox.md), so it asks the kernel.
+    outcome = run_script(make_folder(tmp_path, script=textwrap.dedent(HELD_CAPABILITIES)))
+    assert outcome.status == "ok", outcome.error_tail
+    # The harness can drop the bounding set and lock the securebits where it holds CAP_SETPCAP: as root,
+    # or as the mapped root of its user namespace.
+    harness_root = os.geteuid() == 0 or user_flags() is not None
+    assert outcome.metrics["held"] == 0
+    assert outcome.metrics["ambient"] == 0
+    if harness_root:
+        assert outcome.metrics["bounding"] == 0
+        assert (
+            outcome.metrics["securebits"] == 0b1110_1111
+        )  # NOROOT, NO_SETUID_FIXUP, no ambient raise; locked
 
 
 def test_where_writes_are_not_confined_the_layout_links_nothing_a_write_could_follow_into_the_folder(
