@@ -198,6 +198,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "small local models, which cannot write code inside a JSON string)",
     )
     parser.add_argument(
+        "--param-replies",
+        choices=("tool", "text"),
+        default="text",
+        help="stateful, params tasks: the model answers with one JSON object of the params it changes, "
+        "which the agent sends as run_experiment (text: no tool definitions billed on every call), or "
+        "makes the run_experiment call itself (tool)",
+    )
+    parser.add_argument(
         "--temperature",
         type=temperature_arg,
         help="openai: sampling temperature, 0 to 2 (default: the server's)",

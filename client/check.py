@@ -57,6 +57,12 @@ class AgentConfig(BaseModel):
         "answers with the whole file in a python block that the agent sends as that call (text): small "
         "models cannot write code inside a JSON string",
     )
+    param_replies: Literal["tool", "text"] = Field(
+        default="text",
+        description="stateful, params tasks: the model answers with one JSON object of the params it "
+        "changes, which the agent sends as run_experiment (text), or makes that call itself (tool): "
+        "tool definitions and the provider's tool-use preamble are billed on every request",
+    )
     token_budget: int | None = Field(
         default=None,
         ge=1,

@@ -116,6 +116,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
             "tool_results_as_text": args.tool_results_as_text,
         },
         "code_replies": args.code_replies,
+        "param_replies": args.param_replies,
         "max_failures": args.max_failures,
         "done_from": args.done_from,
         "window": "auto (messages since the last experiment)"

@@ -41,6 +41,12 @@ TEXT_SYSTEM_PROMPT = (
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
 
 
+def json_nudge(example: str, offer_done: bool) -> str:
+    """A params task answered in text: what a usable reply is (DONE offered only where it ends the run)."""
+    done = ", or DONE: <reason>" if offer_done else ""
+    return f"Reply with one JSON object of the params you change, e.g. {example}{done}."
+
+
 def text_format(latest_version: int, offer_done: bool, whole_file: bool = False, revert: bool = True) -> str:
     """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
     "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran. `revert`

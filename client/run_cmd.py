@@ -182,6 +182,7 @@ async def run_session(
                 window=args.window,
                 max_tokens=args.max_tokens,
                 code_replies=args.code_replies,
+                param_replies=args.param_replies,
                 token_budget=args.token_budget,
                 context_window=args.context_window,
             )

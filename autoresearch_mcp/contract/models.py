@@ -294,8 +294,9 @@ class AgentProfile(BaseModel):
     turn: str = Field(default="Next experiment?", description="the request that ends each turn's message")
     text_system_prompt: str | None = Field(
         default=None,
-        description="code tasks: the system prompt when the model answers in text (the whole file in a "
-        "python block, REVERT v<N> or DONE) rather than with tool calls",
+        description="the system prompt when the model answers in text rather than with tool calls: code "
+        "tasks (the whole file in a python block, edits, REVERT v<N> or DONE), params tasks (one JSON "
+        "object of params, or DONE)",
     )
     stateless: StatelessWords = Field(default_factory=StatelessWords)
 

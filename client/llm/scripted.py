@@ -122,6 +122,10 @@ class ScriptedLLM:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         tools = {t.name for t in request.tools}
         if self._hpo is not None:
+            # The stateless baselines send one user message and no system prompt; the stateful agent
+            # always has a system prompt, and offers no tool when the model answers in JSON text.
+            if not tools and request.system:
+                return self._hpo_text_reply(request)
             return self._hpo_reply(request, stateful=bool(tools), tools=tools)
         return self._code_reply(request, stateful=bool(tools), tools=tools)
 
@@ -129,6 +133,23 @@ class ScriptedLLM:
         calls = calls or []
         stop = "tool_use" if calls else "end_turn"
         return LLMResponse(text=text, tool_calls=calls, stop_reason=stop, usage=None, model="scripted")
+
+    def _changes(self, request: LLMRequest, params: dict[str, Any]) -> dict[str, Any]:
+        """The profile's protocol: send only what changes from the best (as the summary shows it)."""
+        if self.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {}).get("base") != "best":
+            return params
+        assert self._hpo is not None
+        best = parse_best(request_text(request), self._hpo.space.names) or {}
+        reference = {**self._hpo.space.defaults, **best}
+        return {k: v for k, v in params.items() if reference.get(k) != v}
+
+    def _hpo_text_reply(self, request: LLMRequest) -> LLMResponse:
+        """The stateful agent's JSON-in-text protocol: the changes as one JSON object, nothing else."""
+        assert self._hpo is not None
+        proposal = self._hpo.propose(request_text(request))
+        if proposal is None:
+            return self._reply("DONE: no untried configuration left near the best.")
+        return self._reply(json.dumps(self._changes(request, proposal[0])))
 
     def _hpo_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
         assert self._hpo is not None
@@ -139,11 +160,7 @@ class ScriptedLLM:
             return self._reply("DONE: no untried configuration left near the best.")
         params, why = proposal
         if stateful:
-            if self.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {}).get("base") == "best":
-                # The profile's protocol: send only what changes from the best (as the summary shows it).
-                best = parse_best(request_text(request), self._hpo.space.names) or {}
-                reference = {**self._hpo.space.defaults, **best}
-                params = {k: v for k, v in params.items() if reference.get(k) != v}
+            params = self._changes(request, params)
             offered = next((t for t in request.tools if t.name == ToolName.RUN_EXPERIMENT), None)
             offered_args = offered.input_schema.get("properties", {}) if offered is not None else {}
             if offered_args and "params" not in offered_args:

@@ -37,6 +37,12 @@ DEFAULT_PROFILES = {
             "defaults). Refusals cost no budget but count as failures. Only when no promising idea is "
             "left, reply DONE: <reason>."
         ),
+        text_system_prompt=(
+            "You run experiments autonomously. The server keeps all state; each turn you get its summary. "
+            "Reply with one JSON object of params you have not tried (omitted ones take their defaults). "
+            "Refused replies cost no budget but count as failures. Only when no promising idea is left, "
+            "reply DONE: <reason>."
+        ),
         tools=PARAMS_TOOLS,
         how="Call run_experiment(params, note) with a configuration you have not tried.",
     ),

@@ -40,17 +40,23 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
     goal = "lower" if task.direction == "minimize" else "higher"
     about = " ".join(task.description.split()) or f"the task {task.name}"
     if spec.work == "params":
+        intro = (
+            f"You tune the parameters of a training script, one experiment per reply. The task: "
+            f"{about} The metric is {task.metric} ({goal} is better). Each turn shows the run's "
+            "summary: the best configuration in full, how recent experiments differed from it, and "
+            "a change to make. "
+        )
+        rest = (
+            "only what you change from the best (the rest keep the best's values): at least the change "
+            "the summary names, and others if you like. Never resend a configuration already tried. "
+            "First experiment: the defaults, {first}. Ranges (default): " + search_space(params) + "."
+            " When no idea is left, reply DONE: <reason>."
+        )
         return AgentProfile(
-            system_prompt=(
-                f"You tune the parameters of a training script, one experiment per reply. The task: "
-                f"{about} The metric is {task.metric} ({goal} is better). Each turn shows the run's "
-                "summary: the best configuration in full, how recent experiments differed from it, and "
-                "a change to make. Reply with one run_experiment call whose params hold only what you "
-                "change from the best (the rest keep the best's values): at least the change the "
-                "summary names, and others if you like. Never resend a configuration already tried. "
-                f"First experiment: the defaults, params {{}}. Ranges (default): {search_space(params)}."
-                " When no idea is left, reply DONE: <reason>."
-            ),
+            system_prompt=f"{intro}Reply with one run_experiment call whose params hold "
+            + rest.replace("{first}", "params {}"),
+            text_system_prompt=f"{intro}Reply with one JSON object of params that holds "
+            + rest.replace("{first}", "{}"),
             tools=[ToolName.RUN_EXPERIMENT],
             how="Call run_experiment(params, note) with a configuration you have not tried "
             '(base="best" to send only the values you change from the best).',

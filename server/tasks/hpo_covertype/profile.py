@@ -31,6 +31,12 @@ def profile(params: type[BaseModel]) -> AgentProfile:
             f"repeat a configuration. Ranges (default): {search_space(params)}. No idea left: reply "
             "DONE: <reason>."
         ),
+        # The same words for a reply in text (the default): one JSON object, no tool definitions sent.
+        text_system_prompt=(
+            "Tune XGBoost: reply with one JSON object of only the params you change from the best, e.g. "
+            '{"max_depth": 8}; never repeat a configuration. '
+            f"Ranges (default): {search_space(params)}. No idea left: reply DONE: <reason>."
+        ),
         tools=[ToolName.RUN_EXPERIMENT],
         how=(
             "Call run_experiment(params, note) with a configuration you have not tried "
