@@ -38,9 +38,9 @@ from autoresearch_mcp.client.prompts import (
     NUDGE,
     NUDGE_TOOL,
     TEXT_SYSTEM_PROMPT,
-    json_nudge,
     TEXT_TURN,
     WHOLE_FILE_TURN,
+    json_nudge,
     text_format,
     text_nudge,
 )
@@ -205,7 +205,9 @@ class StatefulAgent(Agent):
             and task.agent.text_system_prompt is not None
         )
 
-    async def _json_step(self, assistant: Message, run: Run, names: set[str]) -> "Turn | tuple[StopReason, str]":
+    async def _json_step(
+        self, assistant: Message, run: Run, names: set[str]
+    ) -> "Turn | tuple[StopReason, str]":
         """A params reply in text: its JSON object is sent as run_experiment's params (the agent's own
         call, as if the model had made it); DONE ends the run as a tool-less reply does. The turn is
         kept as text: the reply, then the result or refusal as the user's next words."""
