@@ -13,7 +13,8 @@ text cut at the agent's cache points, then its tool calls and results. Then, cal
   read at the cached price, from 1,024 tokens in steps of 128; there is no write surcharge.
 
 Tokens are counted with tiktoken cl100k_base (the meter's count) for every model: their own tokenizers
-are not available offline. Only what a request holds decides a bill, so both modes get the same rules.
+are not available offline. A request that offers tools also pays, on Anthropic, the tool-use system
+prompt the API adds (346 tokens on Claude 4 models, prices.toml), which no request shows. Only what a request holds decides a bill, so both modes get the same rules.
 """
 
 import hashlib
@@ -92,6 +93,14 @@ def blocks(request: LLMRequest, provider: str) -> list[Block]:
         prefix.update(content.encode())
         out.append(Block(key=prefix.copy().hexdigest(), tokens=tokens, breakpoint=bp))
     return out
+
+
+def with_tool_prompt(parts: list[Block], tokens: int) -> list[Block]:
+    """An Anthropic request that offers tools: the API's own tool-use system prompt is billed with the
+    fixed prefix (the first block: system and tools), on every call, cached with it."""
+    if not parts or not tokens:
+        return parts
+    return [parts[0].model_copy(update={"tokens": parts[0].tokens + tokens}), *parts[1:]]
 
 
 def _start(record: dict[str, Any]) -> float:
@@ -179,7 +188,11 @@ class Calls:
             if self._anthropic is None:
                 self._anthropic = [blocks(r, "anthropic") for r in self.requests]
             explicit = AnthropicCache(model, table)
-            return [explicit.bill(p, at, out) for p, (at, out) in zip(self._anthropic, calls, strict=True)]
+            parts = [
+                with_tool_prompt(p, model.tool_use_system_tokens) if r.tools else p
+                for p, r in zip(self._anthropic, self.requests, strict=True)
+            ]
+            return [explicit.bill(p, at, out) for p, (at, out) in zip(parts, calls, strict=True)]
         if self._openai is None:
             self._openai = [token_ids(r) for r in self.requests]
         automatic = OpenAICache(table)

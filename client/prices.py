@@ -40,6 +40,11 @@ class ModelPrice(BaseModel):
     provider: Literal["anthropic", "openai"]
     label: str
     min_cacheable_tokens: int | None = Field(default=None, description="anthropic: per model")
+    tool_use_system_tokens: int = Field(
+        default=0,
+        description="anthropic: the system prompt the API adds to every request that offers tools "
+        "(tool_choice auto, as the anthropic backend sends), billed as input",
+    )
     input: float
     cache_write: float
     cache_read: float

@@ -75,6 +75,8 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
         )
         args = run_args(
             tmp_path,
+            "--param-replies",
+            "tool",
             "--task",
             "toy-quadratic",
             "--llm",
@@ -127,7 +129,15 @@ async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
             error_reply(401, "authentication_error", "invalid x-api-key"),
         )
         args = run_args(
-            tmp_path, "--task", "toy-quadratic", "--llm", "anthropic", "--base-url", fake.root_url
+            tmp_path,
+            "--param-replies",
+            "tool",
+            "--task",
+            "toy-quadratic",
+            "--llm",
+            "anthropic",
+            "--base-url",
+            fake.root_url,
         )
         result = await run_session(args, mode="stateful", seed=1)
     assert result.stop_reason == "llm-error" and "ANTHROPIC_API_KEY" in result.detail
@@ -499,7 +509,7 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
             chat_completion(None, [("run_experiment", {"params": {"x": 0.3, "y": 0.2}})]),
         )
         args = run_args(
-            tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
+            tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
             "--model", "m", "--iterations", "2",
         )  # fmt: skip
         result = await run_session(args, mode="stateful", seed=3)
@@ -530,7 +540,7 @@ async def test_a_repeat_of_the_best_by_leaving_params_out_is_told_the_way_left_f
             chat_completion(None, [("run_experiment", {"params": {"x": 9.0}})]),
         )
         args = run_args(
-            tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
+            tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
             "--model", "m", "--iterations", "2",
         )  # fmt: skip
         result = await run_session(args, mode="stateful", seed=3)
@@ -595,7 +605,17 @@ def _error_results(transcript: str) -> list[str]:
 async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_run_uses_its_budget(
     tmp_path: Path, agent_server_env: None
 ):
-    args = run_args(tmp_path, "--task", "toy-quadratic", "--llm", "scripted-sloppy", "--iterations", "6")
+    args = run_args(
+        tmp_path,
+        "--param-replies",
+        "tool",
+        "--task",
+        "toy-quadratic",
+        "--llm",
+        "scripted-sloppy",
+        "--iterations",
+        "6",
+    )
     result = await run_session(args, mode="stateful", seed=42)
     assert result.stop_reason == "budget" and result.experiments == 6
     errors = _error_results(result.transcript)

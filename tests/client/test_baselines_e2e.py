@@ -104,7 +104,7 @@ async def test_the_stateful_agent_offers_the_params_at_the_top_level_and_nests_t
             chat_completion(tool_calls=[("run_experiment", {"max_depth": 3})], prompt_tokens=450),
         )
         args = run_args(
-            tmp_path, "--task", "hpo-covertype", "--llm", "openai", "--base-url", fake.base_url,
+            tmp_path, "--param-replies", "tool", "--task", "hpo-covertype", "--llm", "openai", "--base-url", fake.base_url,
             "--model", "qwen2.5-coder", "--iterations", "2", "--hpo-threads", "1",
         )  # fmt: skip
         result = await run_session(args, mode="stateful", seed=5)

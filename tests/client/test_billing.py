@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from autoresearch_mcp.client.billing import Calls, blocks, run_cost
+from autoresearch_mcp.client.billing import Calls, blocks, run_cost, token_ids
 from autoresearch_mcp.client.llm.base import LLMRequest, Message, ToolSpec
 from autoresearch_mcp.client.meter import count
 from autoresearch_mcp.client.prices import prices
@@ -105,3 +105,23 @@ def test_a_stateful_fixed_prefix_below_the_minimum_is_billed_as_plain_input_on_e
         assert bill["usd"] == pytest.approx(
             (bill["uncached"] * model.input + 30 * model.output) / 1e6, abs=1e-6
         )
+
+
+def test_on_anthropic_a_request_that_offers_tools_also_pays_the_apis_tool_use_system_prompt():
+    tool = ToolSpec(name="run_experiment", description="Train.", input_schema={"type": "object"})
+    message = [Message(role="user", text="Next?")]
+    with_tools = LLMRequest(system="You tune XGBoost.", tools=[tool], messages=message)
+    without = LLMRequest(system="You tune XGBoost. Reply with JSON.", messages=message)
+
+    def uncached(request: LLMRequest) -> dict[str, int]:
+        return {name: bill["uncached"] for name, bill in run_cost([record(request, second=0)]).items()}
+
+    for name, model in prices().models.items():
+        if model.provider == "anthropic":
+            assert model.tool_use_system_tokens == 346
+            held = sum(b.tokens for b in blocks(with_tools, "anthropic"))  # system, tools, message
+            assert uncached(with_tools)[name] == held + 346
+            assert uncached(without)[name] == sum(b.tokens for b in blocks(without, "anthropic"))
+        else:  # OpenAI adds nothing a request does not hold
+            assert model.tool_use_system_tokens == 0
+            assert uncached(with_tools)[name] == len(token_ids(with_tools))

@@ -24,7 +24,7 @@ def last_user_text(body: dict[str, Any]) -> str:
 def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, *extra: str) -> Any:
     return run_args(
         tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
-        "--model", "m", "--iterations", str(iterations), *extra,
+        "--model", "m", "--iterations", str(iterations), "--param-replies", "tool", *extra,
     )  # fmt: skip
 
 

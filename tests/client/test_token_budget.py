@@ -27,7 +27,7 @@ from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.tasks.registry import make_task
 
 MAX_TOKENS = 64  # the toy task's scripted replies are 30-50 tokens, so a small cap leaves them whole
-BUDGET = 1_200  # about two stateful calls and four stateless ones on the toy task; its budget is 6
+BUDGET = 600  # a few calls of each mode on the toy task (stateful's JSON replies cost least); its budget is 6
 
 
 class _Echo:

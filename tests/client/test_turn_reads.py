@@ -69,7 +69,9 @@ async def test_each_turn_reads_the_run_alone_and_a_repeat_is_answered_without_th
         async with Client(build_server(research)) as client:
             rc = Recording(client)
             llm = Repeater()
-            config = AgentConfig(task=make_task("toy-quadratic", {}).info(), iterations=2)
+            config = AgentConfig(
+                task=make_task("toy-quadratic", {}).info(), iterations=2, param_replies="tool"
+            )
             transcript = Transcript(run.id, "stateful", llm=llm, path=tmp_path / "t.jsonl")
             result = await StatefulAgent(rc, transcript, run.id, config).run()
     assert result.experiments == 2 and result.refusals == {"exact_repeat": 1}
