@@ -78,6 +78,14 @@ def run_args(tmp_path: Path, *extra: str) -> "argparse.Namespace":
     return build_parser().parse_args(["run", "--db", str(tmp_path / "runs.db"), "--quiet", *extra])
 
 
+def toy_openai_args(tmp_path: Path, base_url: str, iterations: int, *extra: str) -> "argparse.Namespace":
+    """`run` on the toy task against an OpenAI-compatible endpoint (a fake one), model "m"."""
+    return run_args(
+        tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", base_url,
+        "--model", "m", "--iterations", str(iterations), *extra,
+    )  # fmt: skip
+
+
 @pytest.fixture
 def settings(tmp_path: Path, covtype_csv: Path) -> ServerSettings:
     return ServerSettings(db_path=tmp_path / "runs.db", covtype_path=str(covtype_csv), hpo_threads=1)

@@ -10,7 +10,7 @@ import pytest
 
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
-from conftest import run_args
+from conftest import run_args, toy_openai_args
 from fakes import FakeOpenAIServer, chat_completion
 
 EARLY = "DONE is early: 3 of 4 experiments are left. Try an idea you have not tried yet."
@@ -22,10 +22,7 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, *extra: str) -> Any:
-    return run_args(
-        tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
-        "--model", "m", "--iterations", str(iterations), "--param-replies", "tool", *extra,
-    )  # fmt: skip
+    return toy_openai_args(tmp_path, fake.base_url, iterations, "--param-replies", "tool", *extra)
 
 
 @pytest.mark.asyncio

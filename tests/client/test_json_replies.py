@@ -13,7 +13,7 @@ import pytest
 
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.transcript import load_transcript
-from conftest import run_args
+from conftest import run_args, toy_openai_args
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion
 
 
@@ -26,11 +26,8 @@ def recorded(db: Path) -> list[tuple[str, dict[str, Any]]]:
     return [(status, json.loads(params)) for status, params in rows]
 
 
-def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, *extra: str) -> Any:
-    return run_args(
-        tmp_path, "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
-        "--model", "m", "--iterations", str(iterations), "--tool-choice", "run_experiment", *extra,
-    )  # fmt: skip
+def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int) -> Any:
+    return toy_openai_args(tmp_path, fake.base_url, iterations, "--tool-choice", "run_experiment")
 
 
 @pytest.mark.asyncio
