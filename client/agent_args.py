@@ -182,7 +182,8 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tool-choice",
         default="auto",
-        help="openai: 'auto', or a tool name to force every turn (helps small local models)",
+        help="openai: 'auto', or a tool name to force every turn (helps small local models); where the "
+        "model answers in JSON text (--param-replies text), any tool name forces a JSON reply instead",
     )
     parser.add_argument(
         "--tool-results-as-text",

@@ -143,6 +143,7 @@ class StatefulAgent(Agent):
                 tools=tools,
                 messages=messages,
                 max_tokens=self.config.max_tokens,
+                json_reply=json_mode,
             )
             try:
                 response = await self.ask(request, run)

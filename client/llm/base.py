@@ -62,6 +62,12 @@ class LLMRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     messages: list[Message]
     max_tokens: int = 1024
+    json_reply: bool = Field(
+        default=False,
+        description="the reply should be one JSON object (the stateful agent's params in text): a "
+        "backend told to force the tool (--tool-choice NAME) forces JSON instead, e.g. OpenAI's "
+        "response_format json_object",
+    )
 
 
 class Usage(BaseModel):

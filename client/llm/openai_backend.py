@@ -209,6 +209,11 @@ class OpenAILLM:
             params["tools"] = openai_wire_tools(request.tools)
             if self.tool_choice in {t.name for t in request.tools}:
                 params["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
+        elif request.json_reply and self.tool_choice not in (None, "auto"):
+            # Forcing the tool, where the model writes the tool's arguments as text: force JSON (a
+            # grammar on llama.cpp, nothing added to the prompt). Asked in words alone,
+            # Qwen2.5-Coder-1.5B ended a run with DONE at 9 of 15 and wrapped replies in prose.
+            params["response_format"] = {"type": "json_object"}
         if self.seed is not None:
             # One seed per call, derived from the run's (runs with nearby seeds do not share a
             # sequence; in llama.cpp's range): reproducible, yet a retry after a refusal is a fresh draw. A fixed seed made a sampling model answer a near-identical prompt identically,

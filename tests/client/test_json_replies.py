@@ -42,8 +42,9 @@ async def test_the_model_is_offered_no_tool_and_its_json_reply_runs_as_an_experi
         result = await run_session(toy_args(tmp_path, fake, 2), mode="stateful", seed=1)
         bodies = fake.bodies("/chat/completions")
     assert result.stop_reason == "budget" and result.experiments == 2 and result.refusals == {}
-    # Neither tools nor a forced tool choice: --tool-choice only applies where a tool is offered.
+    # Neither tools nor a tool choice: --tool-choice forces a JSON reply instead.
     assert all("tools" not in body and "tool_choice" not in body for body in bodies)
+    assert all(body["response_format"] == {"type": "json_object"} for body in bodies)
     system = bodies[0]["messages"][0]
     assert system["role"] == "system" and "Reply with one JSON object of params" in system["content"]
     # A reply in prose and a code fence, nested in `params` as the server takes them, is read too.
@@ -84,9 +85,10 @@ async def test_a_reply_without_json_is_counted_and_answered_with_the_form_to_use
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion("I would raise x a little."), chat_completion('{"x": 1}'))
-        result = await run_session(toy_args(tmp_path, fake, 1), mode="stateful", seed=1)
+        result = await run_session(toy_openai_args(tmp_path, fake.base_url, 1), mode="stateful", seed=1)
         bodies = fake.bodies("/chat/completions")
     assert result.experiments == 1 and result.refusals == {"unparsed_reply": 1}
+    assert all("response_format" not in body for body in bodies)  # --tool-choice not given: not forced
     told = bodies[1]["messages"][-1]["content"]
     assert "It held no JSON object of params. Reply with one JSON object of the params you change" in told
     assert "I would raise x" not in json.dumps(bodies[1]["messages"])
