@@ -14,7 +14,8 @@ text cut at the agent's cache points, then its tool calls and results. Then, cal
 
 Tokens are counted with tiktoken cl100k_base (the meter's count) for every model: their own tokenizers
 are not available offline. A request that offers tools also pays, on Anthropic, the tool-use system
-prompt the API adds (346 tokens on Claude 4 models, prices.toml), which no request shows. Only what a request holds decides a bill, so both modes get the same rules.
+prompt the API adds (346 tokens on Claude 4 models, prices.toml), which no request shows. Only what a
+request holds decides a bill, so both modes get the same rules.
 """
 
 import hashlib

@@ -14,7 +14,7 @@ from autoresearch_mcp.contract.functions import replace_function
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
-from conftest import run_args
+from conftest import run_args, toy_openai_args
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
 
 # The first option every text-protocol answer offers.
@@ -74,19 +74,11 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
             anthropic_message("DONE: the optimum is found"),
         )
         args = run_args(
-            tmp_path,
-            "--param-replies",
-            "tool",
-            "--task",
-            "toy-quadratic",
-            "--llm",
-            "anthropic",
-            "--base-url",
-            fake.root_url,
-            "--iterations",
-            "4",  # two of four left at DONE: not early
+            tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "anthropic",
+            "--base-url", fake.root_url,
+            "--iterations", "4",  # two of four left at DONE: not early
             "--prompt-caching",
-        )
+        )  # fmt: skip
         result = await run_session(args, mode="stateful", seed=42)
         bodies = fake.bodies("/v1/messages")
 
@@ -129,16 +121,9 @@ async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
             error_reply(401, "authentication_error", "invalid x-api-key"),
         )
         args = run_args(
-            tmp_path,
-            "--param-replies",
-            "tool",
-            "--task",
-            "toy-quadratic",
-            "--llm",
-            "anthropic",
-            "--base-url",
-            fake.root_url,
-        )
+            tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "anthropic",
+            "--base-url", fake.root_url,
+        )  # fmt: skip
         result = await run_session(args, mode="stateful", seed=1)
     assert result.stop_reason == "llm-error" and "ANTHROPIC_API_KEY" in result.detail
     assert [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok"]
@@ -508,10 +493,7 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
             chat_completion(None, [("run_experiment", same)]),
             chat_completion(None, [("run_experiment", {"params": {"x": 0.3, "y": 0.2}})]),
         )
-        args = run_args(
-            tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
-            "--model", "m", "--iterations", "2",
-        )  # fmt: skip
+        args = toy_openai_args(tmp_path, fake.base_url, 2, "--param-replies", "tool")
         result = await run_session(args, mode="stateful", seed=3)
         bodies = fake.bodies("/chat/completions")
     assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 4
@@ -539,10 +521,7 @@ async def test_a_repeat_of_the_best_by_leaving_params_out_is_told_the_way_left_f
             chat_completion(None, [("run_experiment", {"params": {}, "base": "best"})]),
             chat_completion(None, [("run_experiment", {"params": {"x": 9.0}})]),
         )
-        args = run_args(
-            tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "openai", "--base-url", fake.base_url,
-            "--model", "m", "--iterations", "2",
-        )  # fmt: skip
+        args = toy_openai_args(tmp_path, fake.base_url, 2, "--param-replies", "tool")
         result = await run_session(args, mode="stateful", seed=3)
         bodies = fake.bodies("/chat/completions")
     assert result.experiments == 2
@@ -606,16 +585,9 @@ async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_r
     tmp_path: Path, agent_server_env: None
 ):
     args = run_args(
-        tmp_path,
-        "--param-replies",
-        "tool",
-        "--task",
-        "toy-quadratic",
-        "--llm",
-        "scripted-sloppy",
-        "--iterations",
-        "6",
-    )
+        tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "scripted-sloppy",
+        "--iterations", "6",
+    )  # fmt: skip
     result = await run_session(args, mode="stateful", seed=42)
     assert result.stop_reason == "budget" and result.experiments == 6
     errors = _error_results(result.transcript)
