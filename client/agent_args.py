@@ -207,6 +207,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         "makes the run_experiment call itself (tool)",
     )
     parser.add_argument(
+        "--first",
+        choices=("defaults", "model"),
+        default="defaults",
+        help="params tasks: a new run's first experiment is the task's defaults, recorded before the "
+        "model is asked, in every mode (defaults), or the model's own first proposal (model, as the "
+        "paper's runner did)",
+    )
+    parser.add_argument(
         "--temperature",
         type=temperature_arg,
         help="openai: sampling temperature, 0 to 2 (default: the server's)",

@@ -117,6 +117,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         },
         "code_replies": args.code_replies,
         "param_replies": args.param_replies,
+        "first": args.first,
         "max_failures": args.max_failures,
         "done_from": args.done_from,
         "window": "auto (messages since the last experiment)"

@@ -24,7 +24,18 @@ from autoresearch_mcp.contract.models import Experiment, Run
 
 PROG = "autoresearch-mcp"
 # Flags of `run` that describe the run itself (the resumed run keeps its own) or hold a secret.
-NOT_REPEATED = {"task", "iterations", "target", "seed", "name", "from_run", "reeval_seeds", "run_id", "token"}
+NOT_REPEATED = {
+    "task",
+    "iterations",
+    "target",
+    "seed",
+    "name",
+    "from_run",
+    "reeval_seeds",
+    "run_id",
+    "token",
+    "first",
+}
 PATHS = {"db", "data", "transcript"}
 
 

@@ -24,7 +24,7 @@ from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
-from autoresearch_mcp.contract.arguments import GetExperimentHistoryArgs, StartRunArgs
+from autoresearch_mcp.contract.arguments import GetExperimentHistoryArgs, RunExperimentArgs, StartRunArgs
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run, ScriptedPlan, StartedRun, TaskInfo
 
@@ -171,6 +171,10 @@ async def run_session(
             if isinstance(progress, LiveView):
                 progress.started(run, last_iteration)
                 rc = ObservedClient(rc, progress)
+            # Budget 1 is the model's: it is asked at least once.
+            fresh = not resume and not args.from_run and run.used == 0 and run.budget >= 2
+            if fresh and task.kind == "params" and args.first == "defaults":
+                run = await defaults_first(rc, run.id)
             if llm is None:
                 plan = await rc.scripted_plan(task.name)
                 llm = build_llm(args, seed, task, await rc.train_py(run.id), plan)
@@ -201,6 +205,17 @@ async def run_session(
     finally:
         if llm is not None:
             await llm.aclose()
+
+
+async def defaults_first(rc: ResearchClient, run_id: str) -> Run:
+    """Record the task's defaults as the run's first experiment, before any model is asked: the
+    baseline every later proposal is measured against, in every mode alike. Asked to start, a small
+    model invents a whole configuration instead (Qwen2.5-Coder-1.5B wrote `{}` in none of 24 tries,
+    whatever the words), and its run then searches around that guess. A refusal is left to the agent:
+    the model is asked then, as with `--first model`. Only a new run with a budget of 2 or more gets it
+    (run_session): a budget of 1 is the model's."""
+    await rc.call(RunExperimentArgs(params={}, run_id=run_id, note="the defaults (--first defaults)"))
+    return await rc.run(run_id)
 
 
 async def start(rc: ResearchClient, arguments: dict[str, Any], args: argparse.Namespace) -> StartedRun:

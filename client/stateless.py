@@ -86,6 +86,7 @@ class StatelessAgent(Agent):
             self.profile = info.profile if info is not None else None
         else:
             self.experiments = list(earlier)
+            self.ran_well = any(e.status == "ok" for e in earlier)
         stop: tuple[StopReason, str] | None = None
         while True:
             run = await self.rc.run(self.run_id)

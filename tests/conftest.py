@@ -72,10 +72,13 @@ def agent_server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None
 
 
 def run_args(tmp_path: Path, *extra: str) -> "argparse.Namespace":
-    """`autoresearch-mcp run` on a database of the test's own, quiet, with `extra` flags."""
+    """`autoresearch-mcp run` on a database of the test's own, quiet, with `extra` flags. The model
+    proposes the first experiment too (`--first model`): a test's replies are the run's experiments,
+    one for one; a test of the recorded defaults passes `--first defaults`."""
     from autoresearch_mcp.cli import build_parser
 
-    return build_parser().parse_args(["run", "--db", str(tmp_path / "runs.db"), "--quiet", *extra])
+    argv = ["run", "--db", str(tmp_path / "runs.db"), "--quiet", "--first", "model", *extra]
+    return build_parser().parse_args(argv)
 
 
 def toy_openai_args(tmp_path: Path, base_url: str, iterations: int, *extra: str) -> "argparse.Namespace":

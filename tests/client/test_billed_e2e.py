@@ -92,7 +92,7 @@ async def test_the_scripted_double_bills_the_meters_count_and_says_it_is_tiktoke
 ):
     args = build_parser().parse_args(
         ["run", "--db", str(tmp_path / "runs.db"), "--quiet", "--task", "toy-quadratic", "--llm", "scripted",
-         "--iterations", "3"]
+         "--iterations", "3", "--first", "model"]
     )  # fmt: skip
     result = await run_session(args, mode="stateful", seed=2)
     records = load_transcript(result.transcript)

@@ -14,6 +14,7 @@ from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.compare_results import crossover, run_record, summarise
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.contract.models import Run
+from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
 
 ROW_FIELDS = {
     "iteration",
@@ -54,7 +55,13 @@ def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_f
         "tool_choice": "auto",
         "tool_results_as_text": False,
     }
-    assert results["max_failures"] == 5
+    assert results["max_failures"] == 5 and results["first"] == "defaults"
+    with sqlite3.connect(out / "runs.db") as db:
+        firsts = db.execute("SELECT params_json, note FROM experiments WHERE iteration = 1").fetchall()
+    defaults = HPOParams().model_dump()
+    assert [(json.loads(params), note) for params, note in firsts] == [
+        (defaults, "the defaults (--first defaults)")
+    ] * 3
     assert [(r["mode"], r["seed"]) for r in results["runs"]] == [
         ("stateless", 42),
         ("stateless-strong", 42),
@@ -64,7 +71,8 @@ def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_f
         assert [row["iteration"] for row in run["per_iteration"]] == [1, 2]
         assert all(set(row) == ROW_FIELDS for row in run["per_iteration"])
         assert run["totals"]["context_tokens"] == sum(r["context_tokens"] for r in run["per_iteration"])
-        assert run["totals"]["experiments"] == 2 and run["totals"]["llm_calls"] == 2
+        # The defaults are the first experiment in every mode, recorded before the model is asked.
+        assert run["totals"]["experiments"] == 2 and run["totals"]["llm_calls"] == 1
         # The scripted double reports no usage: billed is the meter's count, and says so.
         assert run["totals"]["billed"]["source"] == "tiktoken"
         assert run["totals"]["billed_tokens"] == run["totals"]["full_tokens"]
@@ -85,7 +93,7 @@ def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_f
         "billed_source": "tiktoken",
     }
     assert set(summary["cost_ratio"]) == {"stateless", "stateless-strong"}
-    assert summary["stateless"]["llm_calls_per_experiment"] == 1.0
+    assert summary["stateless"]["llm_calls_per_experiment"] == 0.5  # one call: #1 was the defaults
 
     # --parallel shares the cores: each mode's trainings get half (XGBoost teams that outnumber the
     # cores spin-wait for each other); the runs recorded it.

@@ -1,0 +1,69 @@
+"""A new params run records the task's defaults as its first experiment before any model is asked
+(`--first defaults`, the default), in every mode: the baseline every proposal is measured against. A
+small model asked to start invents a whole configuration instead, and its run searches around that
+guess. End to end against the real stdio server, with the real OpenAI SDK talking to a local fake."""
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autoresearch_mcp.client.run_cmd import run_session
+from conftest import toy_openai_args
+from fakes import FakeOpenAIServer, chat_completion
+
+DEFAULTS = {"x": 0.0, "y": 0.0, "sleep": 0.0}
+
+
+def recorded(db: Path) -> list[tuple[dict[str, Any], str | None]]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT params_json, note FROM experiments ORDER BY iteration").fetchall()
+    return [(json.loads(params), note) for params, note in rows]
+
+
+def first_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, first: str = "defaults") -> Any:
+    return toy_openai_args(tmp_path, fake.base_url, iterations, "--first", first)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["stateful", "stateless-strong", "stateless"])
+async def test_the_defaults_are_recorded_first_and_the_model_is_asked_for_the_second(
+    tmp_path: Path, agent_server_env: None, mode: str
+):
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(chat_completion('{"x": 0.5}'))
+        result = await run_session(first_args(tmp_path, fake, 2), mode=mode, seed=1)
+        bodies = fake.bodies("/chat/completions")
+    assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 1
+    assert recorded(tmp_path / "runs.db") == [
+        (DEFAULTS, "the defaults (--first defaults)"),
+        ({**DEFAULTS, "x": 0.5}, None),
+    ]
+    # The one request already holds the defaults' result: the model starts from a measured baseline.
+    asked = bodies[0]["messages"][-1]["content"]
+    assert "1/2 used" in asked if mode == "stateful" else "Iter 1:" in asked
+    assert "none yet" not in asked
+
+
+@pytest.mark.asyncio
+async def test_with_first_model_the_model_proposes_the_first_experiment(
+    tmp_path: Path, agent_server_env: None
+):
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(chat_completion('{"x": 0.5}'), chat_completion('{"y": 0.5}'))
+        result = await run_session(first_args(tmp_path, fake, 2, first="model"), mode="stateful", seed=1)
+        bodies = fake.bodies("/chat/completions")
+    assert result.experiments == 2 and result.llm_calls == 2
+    assert recorded(tmp_path / "runs.db")[0] == ({**DEFAULTS, "x": 0.5}, None)
+    assert "none yet" in bodies[0]["messages"][-1]["content"]
+
+
+@pytest.mark.asyncio
+async def test_a_budget_of_one_is_the_models_own_experiment(tmp_path: Path, agent_server_env: None):
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(chat_completion('{"x": 0.5}'))
+        result = await run_session(first_args(tmp_path, fake, 1), mode="stateful", seed=1)
+    assert result.experiments == 1 and result.llm_calls == 1
+    assert recorded(tmp_path / "runs.db") == [({**DEFAULTS, "x": 0.5}, None)]
