@@ -18,6 +18,7 @@ call: 313-346 hidden tokens on Claude 4 models, about 230 in llama.cpp's chatml-
 """
 
 import json
+import math
 from typing import Any
 
 from autoresearch_mcp.client.check import (
@@ -64,6 +65,15 @@ from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolNa
 # The changes of train.py the agent benchmarks at once, where the task's profile says so.
 CHANGE_TOOLS = (ToolName.MODIFY_TRAIN_PY, ToolName.REPLACE_FUNCTION)
 MAX_RESULT_CHARS = 3000
+
+
+def same_value(sent: Any, held: Any) -> bool:
+    """A value the model wrote against one the server holds (12 and 12.0 are the same)."""
+    if isinstance(sent, bool) or isinstance(held, bool):
+        return sent == held
+    if isinstance(sent, int | float) and isinstance(held, int | float):
+        return math.isclose(sent, held, rel_tol=1e-9, abs_tol=1e-12)
+    return sent == held
 
 
 def result_text(tool: str, outcome: ToolOutcome) -> str:
@@ -235,9 +245,29 @@ class StatefulAgent(Agent):
         turn = await self._run_tools(assistant.model_copy(update={"tool_calls": [call]}), [call], names)
         results = turn.user.tool_results
         turn.assistant = assistant
-        turn.user = Message(role="user", text="\n".join(r.content for r in results))
+        said = "\n".join(r.content for r in results)
         turn.refused = not turn.recorded_experiment and all(r.is_error for r in results)
+        if turn.refused and (kept := self._best_already(params, run)):
+            said = f"{kept}. {said}"
+        turn.user = Message(role="user", text=said)
         return turn
+
+    def _best_already(self, params: dict[str, Any], run: Run) -> str:
+        """Where a reply applied to the best (base="best") restates only the best's own values, the
+        words for it: Qwen2.5-Coder-1.5B sent `{"max_depth": 12}` when the best had max_depth=12, and
+        after "exact repeat of experiment #12" alone sent the same again. Empty otherwise."""
+        fixed = self.config.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {})
+        best = run.best
+        if fixed.get("base") != "best" or best is None or not params:
+            return ""
+        if any(
+            name not in best.params or not same_value(value, best.params[name])
+            for name, value in params.items()
+        ):
+            return ""
+        values = " ".join(f"{name}={value}" for name, value in params.items())
+        held = "these values" if len(params) > 1 else "this value"
+        return f"{values} changed nothing: the best (#{best.iteration}) has {held} already"
 
     async def _focus(self, window: list[Turn], run: Run) -> str:
         """A code turn's view of train.py (focus.py): the profile, and the function to work on; after

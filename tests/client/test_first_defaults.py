@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from autoresearch_mcp.client.run_cmd import run_session
-from conftest import toy_openai_args
+from conftest import run_args, toy_openai_args
 from fakes import FakeOpenAIServer, chat_completion
 
 DEFAULTS = {"x": 0.0, "y": 0.0, "sleep": 0.0}
@@ -67,3 +67,26 @@ async def test_a_budget_of_one_is_the_models_own_experiment(tmp_path: Path, agen
         result = await run_session(first_args(tmp_path, fake, 1), mode="stateful", seed=1)
     assert result.experiments == 1 and result.llm_calls == 1
     assert recorded(tmp_path / "runs.db") == [({**DEFAULTS, "x": 0.5}, None)]
+
+
+@pytest.mark.asyncio
+async def test_a_reply_that_restates_the_bests_own_value_is_told_it_changed_nothing(
+    tmp_path: Path, agent_server_env: None
+):
+    # hpo-covertype applies a reply to the best (base="best"): max_depth 6 is the defaults' own value.
+    with FakeOpenAIServer() as fake:
+        fake.enqueue(chat_completion('{"max_depth": 6}'), chat_completion('{"max_depth": 8}'))
+        args = run_args(
+            tmp_path, "--task", "hpo-covertype", "--llm", "openai", "--base-url", fake.base_url,
+            "--model", "m", "--iterations", "2", "--first", "defaults",
+        )  # fmt: skip
+        result = await run_session(args, mode="stateful", seed=1)
+        bodies = fake.bodies("/chat/completions")
+    assert result.experiments == 2 and result.refusals == {"exact_repeat": 1}
+    told = bodies[1]["messages"][-1]["content"]
+    # The fresh summary, then why the reply was not used, in so many words before the server's refusal.
+    note = (
+        "\n\nYour last reply was not used. max_depth=6 changed nothing: the best (#1) has this value already."
+    )
+    assert told.startswith("1/2 used") and note in told
+    assert "exact repeat of experiment #1" in told
