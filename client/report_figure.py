@@ -117,10 +117,12 @@ def write_table(results: dict[str, Any], path: Path) -> None:
     row("wall-clock (s)", "wall_s", paper_index=2)
     row("LLM calls per experiment", "llm_calls_per_experiment", 2)
     row("LLM latency per call (s)", "latency_s_per_call", 2)
+    # From the first iteration a model call went toward: with --first defaults, #1 had none (0 tokens).
     firsts = {m: _mean_series(results, m, "context_tokens") for m in modes}
+    asked = {m: [v for v in series if v > 0] or series for m, series in firsts.items()}
     if all(firsts.values()):
-        cells = ["context tokens per iteration, first / last"]
-        cells += [f"{firsts[m][0]:,.0f} / {firsts[m][-1]:,.0f}" for m in modes]
+        cells = ["context tokens per iteration, first call / last"]
+        cells += [f"{asked[m][0]:,.0f} / {asked[m][-1]:,.0f}" for m in modes]
         cells += [""] * (len(head) - len(cells))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")

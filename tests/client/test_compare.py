@@ -111,6 +111,10 @@ def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_f
     assert "| billed tokens (cl100k_base: no provider reported usage) |" in table
     assert "| USD on Claude Haiku 4.5 (the paper's model), cached by its rules |" in table
     assert f"{threads} training thread(s) each" in table
+    # #1 was the defaults, asked of no model: the first context figure is the first call's, not #1's 0.
+    (firsts,) = [line for line in table.splitlines() if line.startswith("| context tokens per iteration")]
+    assert firsts.startswith("| context tokens per iteration, first call / last |")
+    assert all(not cell.strip().startswith("0 /") for cell in firsts.split("|")[2:5])
     assert (out / "figure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (out / "transcripts").iterdir()) == [
         "stateful-42.jsonl",
