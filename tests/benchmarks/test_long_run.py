@@ -31,3 +31,11 @@ def test_the_flatness_check_is_the_mean_billed_cost_of_the_two_windows_that_comp
     # One row per mode and block of 50 iterations, each mode's stop said.
     assert sum(1 for ln in printed.splitlines() if ln.startswith("| stateful | ")) == 1 + 4
     assert all(f"| {r['mode']} | {r['totals']['experiments']} |" in printed for r in runs)
+
+
+def test_the_long_run_table_in_the_benchmarks_page_is_what_its_command_prints(capsys):
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    block = page.split("<!-- long-run-table -->\n")[1].split("<!-- /long-run-table -->")[0]
+    folder = ROOT / "benchmarks" / "results" / "hpo-200-qwen2.5-coder-1.5b"
+    assert long_run.main([str(folder / "stateless-strong-3532d1b"), str(folder / "stateful-3532d1b")]) == 0
+    assert block == capsys.readouterr().out
