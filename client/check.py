@@ -13,6 +13,7 @@ from autoresearch_mcp.client.llm.base import ContextWindowError, LLMRequest, LLM
 from autoresearch_mcp.client.meter import Transcript, input_tokens
 from autoresearch_mcp.client.prompts import early_done_text, repeat_hint
 from autoresearch_mcp.contract.arguments import FinishRunArgs
+from autoresearch_mcp.contract.errors import Refusal
 from autoresearch_mcp.contract.models import Experiment, Run, TaskInfo
 
 # "stopped": something other than this agent finished the run (a host's finish_run, the dashboard).
@@ -198,6 +199,7 @@ class Agent:
         # "fix that ... For example, set HIDDEN = 64", the 1.5B model set HIDDEN and kept the crash).
         self.code_broken = False
         self.provider_ratio = 1.0  # the provider's input count over the meter's, on the last call
+        self.last_refusal: Refusal | None = None  # the server's, of the latest refused call
         # Why calls recorded nothing: the server's refusal kinds, and the agent's own (a reply with no
         # call or no parsable proposal, arguments that are not JSON, a tool not offered).
         self.refusals: Counter[str] = Counter()
@@ -268,6 +270,7 @@ class Agent:
 
     def refused(self, outcome: ToolOutcome | None = None, kind: str | None = None) -> None:
         """Count one refusal: the kind the server gave the outcome, else `kind`."""
+        self.last_refusal = outcome.refusal if outcome is not None else None
         if outcome is not None and outcome.refusal is not None:
             self.refusals[outcome.refusal.kind] += 1
         elif kind is not None or outcome is not None:

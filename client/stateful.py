@@ -18,7 +18,6 @@ call: 313-346 hidden tokens on Claude 4 models, about 230 in llama.cpp's chatml-
 """
 
 import json
-import math
 from typing import Any
 
 from autoresearch_mcp.client.check import (
@@ -57,7 +56,7 @@ from autoresearch_mcp.contract.code_focus import (
     focus_text,
     shows_whole_file,
 )
-from autoresearch_mcp.contract.errors import error_headline
+from autoresearch_mcp.contract.errors import RepeatDetail, error_headline
 from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult, Run
 from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolName
@@ -65,15 +64,6 @@ from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolNa
 # The changes of train.py the agent benchmarks at once, where the task's profile says so.
 CHANGE_TOOLS = (ToolName.MODIFY_TRAIN_PY, ToolName.REPLACE_FUNCTION)
 MAX_RESULT_CHARS = 3000
-
-
-def same_value(sent: Any, held: Any) -> bool:
-    """A value the model wrote against one the server holds (12 and 12.0 are the same)."""
-    if isinstance(sent, bool) or isinstance(held, bool):
-        return sent == held
-    if isinstance(sent, int | float) and isinstance(held, int | float):
-        return math.isclose(sent, held, rel_tol=1e-9, abs_tol=1e-12)
-    return sent == held
 
 
 def result_text(tool: str, outcome: ToolOutcome) -> str:
@@ -253,17 +243,17 @@ class StatefulAgent(Agent):
         return turn
 
     def _best_already(self, params: dict[str, Any], run: Run) -> str:
-        """Where a reply applied to the best (base="best") restates only the best's own values, the
-        words for it: Qwen2.5-Coder-1.5B sent `{"max_depth": 12}` when the best had max_depth=12, and
-        after "exact repeat of experiment #12" alone sent the same again. Empty otherwise."""
+        """Where a reply applied to the best (base="best") was refused as an exact repeat of the best
+        itself, every value it sent is the best's own: the words for it. Qwen2.5-Coder-1.5B sent
+        `{"max_depth": 12}` when the best had max_depth=12, and after "exact repeat of experiment #12"
+        alone sent the same again. Empty otherwise. The server judged the repeat (its detail names the
+        experiment repeated), not this agent."""
         fixed = self.config.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {})
+        repeat = self.last_refusal.details(RepeatDetail) if self.last_refusal is not None else None
         best = run.best
-        if fixed.get("base") != "best" or best is None or not params:
+        if fixed.get("base") != "best" or best is None or not params or repeat is None:
             return ""
-        if any(
-            name not in best.params or not same_value(value, best.params[name])
-            for name, value in params.items()
-        ):
+        if repeat.iteration != best.iteration:
             return ""
         values = " ".join(f"{name}={value}" for name, value in params.items())
         held = "these values" if len(params) > 1 else "this value"
