@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from autoresearch_mcp.sandbox import candidate
+from autoresearch_mcp.sandbox import candidate, identity
 
 # Landlock syscalls (Linux >= 5.13) have the same numbers on every architecture.
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -169,13 +169,19 @@ def confine_fork(writable: Path | None) -> bool:
     return _restrict(_FS_WRITES | _FS_REFER | _FS_TRUNCATE, rules, tcp=not _network[0], scope=True)
 
 
-def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
-    """Reads and executes only beneath the working directory, the Python installation, the sandbox
-    package, system libraries and `extra`. Call it after loading data, before loading candidate code."""
+def read_roots(extra: Iterable[str | Path] = ()) -> list[str]:
+    """What untrusted code may read (and execute): the working directory, the Python installation, the
+    sandbox package, system libraries and `extra`."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path}
     roots |= {str(Path(__file__).resolve().parent), os.getcwd(), "/proc/self", *_SYSTEM_READ_PATHS}
     roots |= {str(path) for path in extra}
-    return _restrict(_FS_READS, [(root, _FS_READS) for root in sorted(roots) if root], tcp=False, scope=False)
+    return sorted(root for root in roots if root)
+
+
+def confine_reads(extra: Iterable[str | Path] = ()) -> bool:
+    """Reads and executes only beneath `read_roots(extra)`. Call it after loading data, before loading
+    candidate code."""
+    return _restrict(_FS_READS, [(root, _FS_READS) for root in read_roots(extra)], tcp=False, scope=False)
 
 
 def mount_read_only(paths: Iterable[str | Path], writable: Path) -> bool:
@@ -196,18 +202,30 @@ def mount_read_only(paths: Iterable[str | Path], writable: Path) -> bool:
     )
     if not targets:
         return True
-    libc = _libc()
-    # Needs CAP_SYS_ADMIN in this process's user namespace: root, or the mapped root under `unshare`.
-    if libc.unshare(_CLONE_NEWNS) != 0:
+    if not own_mount_namespace():
         return False
-    # Private first: a mount namespace copied from one whose mounts are shared would pass our mounts on.
-    _mount(None, "/", _MS_REC | _MS_PRIVATE)
     for target in targets:
-        _mount(target, target, _MS_BIND | _MS_REC)
+        mount(target, target, _MS_BIND | _MS_REC)
         for point in [target, *_mounts_below(target)]:
             # In a user namespace a mount's nosuid, nodev and noexec are locked: a remount must keep them.
             locked = os.statvfs(point).f_flag & _MS_LOCKED
-            _mount(None, point, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | locked)
+            mount(None, point, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | locked)
+    return True
+
+
+_own_namespace = [False]
+
+
+def own_mount_namespace() -> bool:
+    """A mount namespace of this process's own, whose mounts reach no other (made once). False where
+    none can be made here: it needs CAP_SYS_ADMIN in this process's user namespace (root, or the mapped
+    root under `unshare`)."""
+    if not _own_namespace[0]:
+        if _libc().unshare(_CLONE_NEWNS) != 0:
+            return False
+        # Private first: a mount namespace copied from one whose mounts are shared would pass ours on.
+        mount(None, "/", _MS_REC | _MS_PRIVATE)
+        _own_namespace[0] = True
     return True
 
 
@@ -226,9 +244,12 @@ def _mounts_below(target: str) -> list[str]:
     return below
 
 
-def _mount(source: str | None, target: str, flags: int) -> None:
+def mount(
+    source: str | None, target: str, flags: int, fstype: str | None = None, data: str | None = None
+) -> None:
     encoded = None if source is None else os.fsencode(source)
-    if _libc().mount(encoded, os.fsencode(target), None, ctypes.c_ulong(flags), None) != 0:
+    kind, options = (None if v is None else v.encode() for v in (fstype, data))
+    if _libc().mount(encoded, os.fsencode(target), kind, ctypes.c_ulong(flags), options) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"mount {target}: {os.strerror(errno)}")
 
@@ -243,6 +264,18 @@ def _mount_as_promised(paths: Iterable[str | Path]) -> None:
     except OSError as exc:
         problem = str(exc)
     sys.exit(f"sandbox: the task's files could not be mounted read-only ({problem}); nothing was run")
+
+
+def _reveal_as_promised(paths: list[str]) -> None:
+    """Make `paths` reachable to the sandbox's user (identity.reveal), or end the run before any task code
+    runs: it would fail on what it may read, for a reason it cannot see."""
+    try:
+        identity.reveal(paths, candidate.Setup.ids or (0, 0))
+    except OSError as exc:
+        sys.exit(
+            f"sandbox: what the task may read could not be made reachable to its user ({exc}); "
+            "nothing was run"
+        )
 
 
 def _set_limits(limits: dict, nproc: bool) -> None:
@@ -283,6 +316,9 @@ def main() -> int:
     if spec.get("read_only_mounts"):  # promised in the run's isolation list
         read_only = getattr(module, "read_only_paths", None)
         _mount_as_promised(named if read_only is None else read_only(payload))
+    if candidate.Setup.ids is not None:  # untrusted code runs as another user: what it may read, it can
+        readable = getattr(module, "readable_paths", None)
+        _reveal_as_promised(read_roots(named if readable is None else readable(payload)))
     confine_writes(Path.cwd(), network=_network[0])
     if not getattr(module, "CONFINES_READS", False):
         confine_reads(named)

@@ -2,10 +2,11 @@
 
 The sandboxed harness is the trusted side: it holds the channel the report goes back through, its own
 clock and its judgement. To run candidate code it forks. Before loading anything, the fork joins the
-evaluation's candidate cgroup, closes every descriptor but a fresh socket to the harness, enters a Landlock
-domain nested in the harness's (so it cannot signal or trace the harness, and writes only where it is
-told), gets its own IPC namespace, drops every capability and, unless the task declared them, loses the
-right to start processes (candidate.py, seccomp.py). Before each fork and after it the candidate cgroup is
+evaluation's candidate cgroup and gets its own IPC namespace, closes every descriptor but a fresh socket to
+the harness, enters a Landlock domain nested in the harness's (so it cannot signal or trace the harness,
+and writes only where it is told), becomes the sandbox's unprivileged user with no capability, and loses
+what no task needs and, unless the task declared them, the right to start processes (candidate.py,
+seccomp.py). Before each fork and after it the candidate cgroup is
 emptied, so nothing a candidate started outlives its call into the next measurement. What it sends back is
 a message on that socket, which the harness reads with a size cap; each message carries two stamps the
 fork cannot forge: the kernel's record of when its last packet was sent (SO_TIMESTAMPNS), and the
@@ -16,7 +17,6 @@ order it happens.
 """
 
 import contextlib
-import ctypes
 import json
 import linecache
 import os
@@ -39,7 +39,6 @@ from autoresearch_mcp.sandbox.child import confine_fork
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 _PACKET = 32 * 1024
-_CLONE_NEWIPC = 0x08000000
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 _STAMP = struct.Struct("qq")  # struct timespec
 clock = time.perf_counter  # CLOCK_MONOTONIC: one clock for every process on the machine
@@ -272,12 +271,12 @@ def _parse(buffer: bytearray, result: Isolated, now: float, sent: float | None, 
 def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Path | None) -> NoReturn:
     code = 0
     try:
-        candidate.enter()  # the candidate cgroup, and no new processes: before anything else runs
+        candidate.enter()  # the candidate cgroup and an IPC namespace: before anything else runs
         fd = sock.fileno()
         os.closerange(3, fd)
         os.closerange(fd + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         confine_fork(writable)
-        _drop_privileges()
+        candidate.lock()  # the sandbox's user, no capabilities, the seccomp filters
         work(Channel(sock))
     except SystemExit as exc:  # the candidate's sys.exit: end with its code, as a script would
         if isinstance(exc.code, int):
@@ -293,14 +292,6 @@ def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Pa
             with contextlib.suppress(Exception):  # a candidate may have replaced or closed them
                 stream.flush()
     os._exit(code)
-
-
-def _drop_privileges() -> None:
-    """Own IPC namespace (no System V shared memory with a later fork), then no capabilities and no way
-    to regain them (candidate.drop_capabilities; the sandbox may run as root)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.unshare(_CLONE_NEWIPC)  # needs CAP_SYS_ADMIN in its user namespace; harmless if refused
-    candidate.drop_capabilities()
 
 
 def show_source(filename: str, source: str) -> None:

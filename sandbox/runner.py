@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch_mcp.sandbox import cgroups, seccomp
 from autoresearch_mcp.sandbox.cgroups import EvaluationCgroup
+from autoresearch_mcp.sandbox.identity import hand_over
 from autoresearch_mcp.sandbox.isolation import nproc_binds, plan, process_cap_available
 from autoresearch_mcp.sandbox.namespaces import (
     network_namespace_available,
@@ -164,7 +165,10 @@ def _run_in(
     work = root / "work"
     work.mkdir()
     spec_path = root / "spec.json"
-    prefix, isolation, read_only_mounts = plan(limits, cgroup)
+    prefix, isolation, read_only_mounts, ids, own_ipc = plan(limits, cgroup)
+    if ids is not None:  # the user untrusted code runs as may enter `root` (not list it) and owns `work`
+        root.chmod(0o711)
+        hand_over(work, ids)
     cmd = [sys.executable, "-I", "-m", "autoresearch_mcp.sandbox.child", str(spec_path)]
     unshare = shutil.which("unshare")
     if prefix and unshare:
@@ -186,6 +190,8 @@ def _run_in(
         "candidate_cgroup": None if cgroup is None else cgroup.candidate_spec(),
         "deny_processes": not limits.new_processes and seccomp.seccomp_available(),
         "read_only_mounts": read_only_mounts,
+        "sandbox_ids": ids,
+        "own_ipc": own_ipc,
     }
     spec_path.write_text(json.dumps(spec))
     env = {**_child_env(limits, work), "AUTORESEARCH_SANDBOX_WATCH_FD": str(watch_r)}

@@ -1,23 +1,31 @@
-"""Seccomp filters for the processes that run untrusted code: no Unix sockets, no mounts, no new processes.
+"""Seccomp filters for the processes that run untrusted code: what no task needs, and new processes.
 
 Two classic BPF programs, installed through prctl with ctypes (no dependency), so they hold on any Linux
 with seccomp on x86-64 or AArch64, whatever Python then does: they are enforced by the kernel, on the
 process and everything it becomes. Stacked filters all run; the strictest answer wins.
 
 - Every process that runs candidate code or a task folder's script gets the first
-  (`deny_unix_sockets_and_mounts`): socket() of the AF_UNIX domain answers EPERM, because the empty
-  network namespace leaves pathname Unix sockets reachable (/var/run/docker.sock, D-Bus) and Landlock
-  does not mediate connect(); socketpair() stays allowed (it names no path: multiprocessing's Pipe and
-  asyncio use it). The cost: multiprocessing's forkserver start method, its Manager and its AF_UNIX
-  Listener need a Unix socket and fail; the fork and spawn start methods need none.
-  The mount syscalls answer EPERM too, old API and new, so that a process with CAP_SYS_ADMIN in its
-  user namespace cannot undo the read-only mounts of the files its task names (sandbox/child.py):
-  Landlock refuses mount and umount, but not mount_setattr.
+  (`deny_what_no_task_needs`), each refusal answering EPERM:
+  - socket() of any family but AF_INET and AF_INET6. AF_UNIX because the empty network namespace leaves
+    pathname Unix sockets reachable (/var/run/docker.sock, D-Bus) and Landlock does not mediate
+    connect(); AF_NETLINK, AF_PACKET, AF_VSOCK and the rest because no task needs them and each is a
+    way to the kernel or the host that the network namespace does not close. socketpair() stays allowed
+    for AF_UNIX only (it names no path: multiprocessing's Pipe and asyncio use it). The cost:
+    multiprocessing's forkserver start method, its Manager and its AF_UNIX Listener need a Unix socket
+    and fail; the fork and spawn start methods need none.
+  - the mount syscalls, old API and new, so that a process with CAP_SYS_ADMIN in its user namespace
+    cannot undo the read-only mounts of the files its task names (sandbox/child.py): Landlock refuses
+    mount and umount, but not mount_setattr.
+  - io_uring, whose IORING_OP_SOCKET and IORING_OP_CONNECT make and connect a socket without the
+    socket() call the filter reads.
+  - the keyrings (add_key, keyctl, request_key): a key outlives the process that added it, in the
+    user's keyring, where the next experiment would read it.
+  - a new user namespace (unshare or clone with CLONE_NEWUSER): inside one, an unprivileged process
+    holds every capability again (raw sockets, interface flags, sethostname, chroot). clone3 answers
+    ENOSYS, because its flags sit in memory a filter cannot read; glibc then falls back to clone.
 - Unless the task declared that it starts processes, the second (`deny_new_processes`): threads stay
   allowed (XGBoost and BLAS need them); every other way to a new process is refused with an error the
-  code sees as an OSError: fork, vfork, clone without CLONE_THREAD, execve and execveat. clone3 answers
-  ENOSYS, because its flags sit in memory a filter cannot read, and glibc then falls back to clone for
-  its threads.
+  code sees as an OSError: fork, vfork, clone without CLONE_THREAD, execve and execveat.
 
 They go on the fork that loads candidate code (isolate.py), after the harness's own forks, so the harness
 can still fork one process per call; a task folder's command gets the first before exec and the second
@@ -43,7 +51,8 @@ _RET_ALLOW = 0x7FFF0000
 _RET_ERRNO = 0x00050000
 _RET_KILL_PROCESS = 0x80000000
 _CLONE_THREAD = 0x00010000
-_AF_UNIX = 1
+_CLONE_NEWUSER = 0x10000000
+_AF_UNIX, _AF_INET, _AF_INET6 = 1, 2, 10
 _X32_BIT = 0x40000000
 # Classic BPF opcodes: load a word at an absolute offset, jump if equal / if bits set / if greater or
 # equal (constant operand), return a constant.
@@ -59,13 +68,34 @@ class _Arch(NamedTuple):
     refused: tuple[int, ...]  # fork, vfork, execve, execveat where the architecture has them
     clone: int
     socket: int
+    socketpair: int
+    unshare: int
     mounts: tuple[int, ...]  # mount, umount2, pivot_root
+    keys: tuple[int, ...]  # add_key, request_key, keyctl
 
 
 # Syscall numbers differ between architectures; AArch64 has no fork or vfork (glibc uses clone).
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, refused=(57, 58, 59, 322), clone=56, socket=41, mounts=(165, 166, 155)),
-    "aarch64": _Arch(0xC00000B7, refused=(221, 281), clone=220, socket=198, mounts=(40, 39, 41)),
+    "x86_64": _Arch(
+        0xC000003E,
+        refused=(57, 58, 59, 322),
+        clone=56,
+        socket=41,
+        socketpair=53,
+        unshare=272,
+        mounts=(165, 166, 155),
+        keys=(248, 249, 250),
+    ),
+    "aarch64": _Arch(
+        0xC00000B7,
+        refused=(221, 281),
+        clone=220,
+        socket=198,
+        socketpair=199,
+        unshare=97,
+        mounts=(40, 39, 41),
+        keys=(217, 218, 219),
+    ),
 }
 # The same on every architecture (new syscalls share one table).
 _CLONE3 = 435
@@ -100,14 +130,27 @@ def _own_abi(machine: str) -> list[_Step]:
     return steps
 
 
-def _sockets_and_mounts(machine: str) -> list[_Step]:
+def _what_no_task_needs(machine: str) -> list[_Step]:
     arch = _ARCHES[machine]
     return [
         *_own_abi(machine),
-        *[("jeq", number, "deny", None) for number in (*arch.mounts, *_MOUNT_API, *_IO_URING)],
-        ("jeq", arch.socket, None, "allow"),
-        ("ld", _ARG0_LOW, None, None),  # socket's domain
-        ("jeq", _AF_UNIX, "deny", "allow"),
+        *[("jeq", n, "deny", None) for n in (*arch.mounts, *_MOUNT_API, *_IO_URING, *arch.keys)],
+        ("jeq", _CLONE3, "enosys", None),
+        # The syscalls below decide on their first argument: each loads it and returns.
+        ("jeq", arch.socket, None, "pair"),
+        ("ld", _ARG0_LOW, None, None),  # socket's family
+        ("jeq", _AF_INET, "allow", None),
+        ("jeq", _AF_INET6, "allow", "deny"),
+        ("label", 0, "pair", None),
+        ("jeq", arch.socketpair, None, "namespaces"),
+        ("ld", _ARG0_LOW, None, None),  # socketpair's family
+        ("jeq", _AF_UNIX, "allow", "deny"),
+        ("label", 0, "namespaces", None),
+        ("jeq", arch.unshare, "flags", None),
+        ("jeq", arch.clone, None, "allow"),
+        ("label", 0, "flags", None),
+        ("ld", _ARG0_LOW, None, None),  # unshare's or clone's flags (their low 32 bits)
+        ("jset", _CLONE_NEWUSER, "deny", "allow"),
     ]
 
 
@@ -124,12 +167,23 @@ def _new_processes(machine: str) -> list[_Step]:
 
 
 def _program(steps: list[_Step]) -> bytes:
-    """`steps` as raw sock_filter instructions, followed by the returns they jump to."""
-    labels = {name: len(steps) + i for i, name in enumerate(_RETURNS)}
+    """`steps` as raw sock_filter instructions, followed by the returns they jump to. A ("label", 0,
+    NAME, None) step emits nothing: it names the instruction after it, for a later jump (BPF jumps
+    only forward)."""
+    labels: dict[str, int] = {}
+    instructions: list[_Step] = []
+    for step in steps:
+        if step[0] == "label":
+            labels[str(step[2])] = len(instructions)
+        else:
+            instructions.append(step)
+    labels.update({name: len(instructions) + i for i, name in enumerate(_RETURNS)})
     out = bytearray()
-    for index, (op, k, when_true, when_false) in enumerate(steps):
+    for index, (op, k, when_true, when_false) in enumerate(instructions):
         jt = 0 if when_true is None else labels[when_true] - index - 1
         jf = 0 if when_false is None else labels[when_false] - index - 1
+        if not (0 <= jt < 256 and 0 <= jf < 256):
+            raise ValueError(f"a seccomp jump from step {index} does not fit in one byte, or goes back")
         out += struct.pack("HBBI", _OPCODES[op], jt, jf, k)
     for value in _RETURNS.values():
         out += struct.pack("HBBI", _RET_K, 0, 0, value)
@@ -152,10 +206,10 @@ def seccomp_available() -> bool:
         return False
 
 
-def deny_unix_sockets_and_mounts() -> None:
+def deny_what_no_task_needs() -> None:
     """Install the first filter on this process (and whatever it runs from now on). Raises OSError where
     it cannot: the caller was told it would hold, so untrusted code must not run without it."""
-    _install(_sockets_and_mounts)
+    _install(_what_no_task_needs)
 
 
 def deny_new_processes() -> None:

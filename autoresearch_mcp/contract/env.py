@@ -20,6 +20,7 @@ ENV_HPO_THREADS = "AUTORESEARCH_HPO_THREADS"
 ENV_TASK_DIRS = "AUTORESEARCH_TASK_DIRS"  # task folders, separated like PATH
 ENV_CODEOPT_RECORDS = "AUTORESEARCH_CODEOPT_RECORDS"
 ENV_CODEOPT_REPEATS = "AUTORESEARCH_CODEOPT_REPEATS"
+ENV_SANDBOX_USER = "AUTORESEARCH_SANDBOX_USER"  # who untrusted code runs as under a root server
 # Every variable with this prefix is server configuration: the client forwards them to a spawned
 # server, and the sandbox strips them from the environment of untrusted code.
 ENV_PREFIX = "AUTORESEARCH_"

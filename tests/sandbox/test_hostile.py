@@ -234,7 +234,12 @@ def test_a_file_the_task_names_in_its_payload_stays_readable(tmp_path: Path) -> 
     """
     payload = {"source": textwrap.dedent(source), "call": "attack", "args": [[str(data), str(other)]]}
     result = run_sandboxed(SCRIPT, {**payload, "data_path": str(data)}, QUICK)
-    assert result.result == {"value": ["training data", "PermissionError"]}
+    assert result.result is not None, result.output_tail
+    named, beside = result.result["value"]
+    assert named == "training data"
+    # Refused by Landlock; or not there at all where the sandbox's user cannot enter the directory above
+    # it, which the sandbox covers, bringing back only the named file (sandbox/identity.py).
+    assert beside in ("PermissionError", "FileNotFoundError")
 
 
 @needs_landlock

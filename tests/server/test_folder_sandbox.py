@@ -15,6 +15,7 @@ import pytest
 from autoresearch_mcp.sandbox import child as sandbox_child
 from autoresearch_mcp.sandbox import isolation, runner, seccomp
 from autoresearch_mcp.sandbox.child import landlock_abi, mount_read_only
+from autoresearch_mcp.sandbox.identity import SandboxUser
 from autoresearch_mcp.sandbox.namespaces import read_only_mounts_work, user_flags
 from autoresearch_mcp.sandbox.runner import Limits, network_namespace_available
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome
@@ -115,7 +116,7 @@ def test_a_script_cannot_read_files_outside_its_folder_and_its_declared_reads(tm
         def refused(read):
             try:
                 read()
-            except PermissionError:
+            except (PermissionError, FileNotFoundError):  # Landlock, or not in the sandbox's view at all
                 return 1
             return 0
         print(f"beside: {{refused(lambda: open({str(beside)!r}).read())}}")
@@ -318,6 +319,8 @@ def test_where_mounts_do_not_work_here_the_run_goes_on_unprotected_and_its_isola
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(isolation, "read_only_mounts_work", lambda: False)
+    # Where mounts fail, the sandbox's user cannot be given what it must read either (identity.py).
+    monkeypatch.setattr(isolation, "sandbox_user", lambda: SandboxUser(None, "forced off for this test"))
     lists = isolation_lists(monkeypatch)
     folder = tmp_path / "proj" / "bowl"
     script = CHANGE_TIMES.format(path=str(folder / "data" / "weight.txt"))
@@ -337,7 +340,7 @@ def test_where_mounts_are_promised_and_one_fails_the_experiment_fails_before_any
 ):
     monkeypatch.setattr(isolation, "read_only_mounts_work", lambda: True)
     entry = "refused_mount_entry:run"
-    runner.allow_entry(entry)
+    monkeypatch.setattr(runner, "_ALLOWED_ENTRIES", {*runner._ALLOWED_ENTRIES, entry})  # this test's only
     data = tmp_path / "data.txt"
     data.write_text("1\n")
     result = runner.run_sandboxed(entry, {"data_path": str(data)}, Limits(wall_s=30))

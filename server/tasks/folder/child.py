@@ -25,7 +25,7 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-from autoresearch_mcp.sandbox import candidate, profiler, seccomp
+from autoresearch_mcp.sandbox import candidate, identity, profiler, seccomp
 from autoresearch_mcp.sandbox.child import confine_fork, confine_reads, landlock_abi
 
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
@@ -150,6 +150,15 @@ def read_only_paths(payload: dict[str, Any]) -> list[str]:
     calls themselves with seccomp was the other way: it would reach every file, but shutil.copy, copystat and
     tempfile chmod their own files in the working directory, and common code would break."""
     return [payload["folder_path"], *(real for _, real in payload["reads"])]
+
+
+def readable_paths(payload: dict[str, Any]) -> list[str]:
+    """What the script may read besides the system and the server's interpreter (sandbox/child.py makes
+    it reachable to the sandbox's user, then `run_command` confines reads to it): the folder, the declared
+    reads, and the installation of the interpreter that runs the script (a venv and its base)."""
+    python = Path(payload["python_path"])
+    interpreter = {python.parent.parent, python.resolve().parent.parent}
+    return [payload["folder_path"], *(real for _, real in payload["reads"]), *map(str, interpreter)]
 
 
 def lay_out(folder: Path, work: Path, files: dict[str, str], reads: list[list[str]], *, links: bool) -> Path:
@@ -289,9 +298,10 @@ def run_command(payload: dict[str, Any]) -> dict[str, Any]:
     folder = Path(payload["folder_path"])
     # Links are safe only where Landlock confines writes (sandbox/child.py did, if the kernel has it).
     cwd = lay_out(folder, work, payload["files"], payload["reads"], links=landlock_abi() > 0)
+    if candidate.Setup.ids is not None:  # the script runs as the sandbox's user: the layout is its own
+        identity.hand_over(work, candidate.Setup.ids)
     python = Path(payload["python_path"])
-    interpreter = {python.parent.parent, python.resolve().parent.parent}  # a venv and its base
-    confine_reads([folder, *(real for _, real in payload["reads"]), *interpreter])
+    confine_reads(readable_paths(payload))
     deny = candidate.Setup.deny_processes  # the task did not declare processes; seccomp is here
     command = payload["command"]
     can_profile = bool(payload.get("profile")) and Path(command[0]) == python
@@ -334,16 +344,14 @@ def _run(
     of its output."""
 
     def confine_script() -> None:
-        """In the child, before exec: its cgroup leaf, one Landlock domain deeper, no capabilities (with
-        no_new_privs an exec keeps the set it had, all of root's where the server runs as root)."""
-        if candidate.Setup.group is not None:
-            candidate.Setup.group.join()
+        """In the child, before exec: its cgroup leaf and an IPC namespace of its own, one Landlock
+        domain deeper, the sandbox's user with no capabilities (with no_new_privs an exec keeps the set
+        it had, all of root's where the server runs as root), and the first seccomp filter: before exec,
+        so that it holds for any command, `processes = true` or not; the boot adds the process filter
+        where the folder did not declare processes (`booted`)."""
+        candidate.enter()
         confine_fork(work)
-        candidate.drop_capabilities()
-        # Before exec, so that it holds for any command, `processes = true` or not; the boot adds the
-        # process filter where the folder did not declare processes (`booted`).
-        if candidate.Setup.filters:
-            seccomp.deny_unix_sockets_and_mounts()
+        candidate.lock(before_exec=True)
 
     candidate.before_fork()  # nothing an earlier run of the script left behind runs on
     proc = subprocess.Popen(
