@@ -20,6 +20,7 @@ import sys
 import time
 from typing import Any
 
+from autoresearch_mcp.sandbox import sealed
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, NoParams
 from autoresearch_mcp.server.tasks.codeopt_records import child as codeopt_child
@@ -74,23 +75,30 @@ def catalogue(n: int, repeats: int) -> list[str]:
 # to the sandbox is the isolation alone (a fresh process also has a smaller heap than this one).
 _PLAIN = (
     "import json, statistics, sys\n"
+    "from autoresearch_mcp.sandbox import sealed\n"
     "from autoresearch_mcp.server.tasks.codeopt_records.child import run_benchmark\n"
-    "print(json.dumps(statistics.median(run_benchmark(json.load(sys.stdin))['times_ms'][1:])))\n"
+    "payload = json.load(sys.stdin)\n"
+    "sealed.open_feed(sealed.pipe_with(payload.pop('seeds')))\n"
+    "print(json.dumps(statistics.median(run_benchmark(payload)['times_ms'][1:])))\n"
 )
 
 
-def _timed(kind: str, payload: dict[str, Any], limits: Limits) -> tuple[float, float]:
+def _timed(kind: str, payload: dict[str, Any], seeds: list[int], limits: Limits) -> tuple[float, float]:
     start = time.perf_counter()
     if kind == "sandboxed":
-        result = run_sandboxed(ENTRY, payload, limits)
+        result = run_sandboxed(ENTRY, payload, limits, sealed=seeds)
         assert result.status == "ok" and result.result is not None, result.output_tail
         measured = statistics.median(result.result["times_ms"][1:])
     elif kind == "plain child":
         done = subprocess.run(
-            [sys.executable, "-I", "-c", _PLAIN], input=json.dumps(payload), capture_output=True, text=True
+            [sys.executable, "-I", "-c", _PLAIN],
+            input=json.dumps({**payload, "seeds": seeds}),
+            capture_output=True,
+            text=True,
         )
         measured = float(done.stdout)
     else:
+        sealed.open_feed(sealed.pipe_with(seeds))
         measured = statistics.median(codeopt_child.run_benchmark(payload)["times_ms"][1:])
     return (time.perf_counter() - start) * 1000, measured
 
@@ -107,7 +115,8 @@ def overhead(n: int, repeats: int, rounds: int) -> list[str]:
         for round_ in range(rounds):
             seeds = list(range(7000 + 100 * round_, 7000 + 100 * round_ + repeats + 1))
             for kind in kinds:
-                wall, ms = _timed(kind, {"source": source, "n_records": n, "seeds": seeds}, limits)
+                payload = {"source": source, "n_records": n, "calls": len(seeds)}
+                wall, ms = _timed(kind, payload, seeds, limits)
                 walls[kind].append(wall)
                 measured[kind].append(ms)
         wall = {kind: statistics.median(walls[kind]) for kind in kinds}

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ from autoresearch_mcp.sandbox.namespaces import (
 )
 from autoresearch_mcp.sandbox.resources import DIR_PREFIX, DiskWatch, sweep_stale_sandboxes
 from autoresearch_mcp.sandbox.results import MAX_RESULT_BYTES, BadResult, crash_reason, parse_result
+from autoresearch_mcp.sandbox.sealed import pipe_with
 from autoresearch_mcp.sandbox.streams import HeadReader, TailReader, Waiter
 
 __all__ = [
@@ -134,13 +136,17 @@ def _import_root(module: str) -> str | None:
     return None if module.startswith("autoresearch_mcp.") else str(root)
 
 
-def run_sandboxed(entry: str, payload: dict[str, Any], limits: Limits) -> SandboxResult:
+def run_sandboxed(
+    entry: str, payload: dict[str, Any], limits: Limits, sealed: Sequence[Any] = ()
+) -> SandboxResult:
     """Run `entry` ("package.module:function", declared by a registered task) on `payload` in a
     limited child.
 
     The function gets the payload (plain JSON) and returns a JSON-able dict, which comes back checked
     (sandbox/results.py). Its working directory is a fresh temporary directory, named after this process
-    (so a sweep after a crash knows whose it was), removed afterwards.
+    (so a sweep after a crash knows whose it was), removed afterwards. `sealed`: values (plain JSON) the
+    harness takes one at a time with `sealed.take()`, never in its memory before it needs them (the
+    inputs of later timed calls: sealed.py says why).
     """
     if entry not in _ALLOWED_ENTRIES:
         raise ValueError(
@@ -152,7 +158,7 @@ def run_sandboxed(entry: str, payload: dict[str, Any], limits: Limits) -> Sandbo
     try:
         if support.version is not None:
             cgroup = EvaluationCgroup(support, limits.memory_mb * 1024 * 1024, limits.processes)
-        return _run_in(root, entry, payload, limits, cgroup)
+        return _run_in(root, entry, payload, limits, cgroup, sealed)
     finally:
         if cgroup is not None:
             cgroup.remove()
@@ -160,7 +166,12 @@ def run_sandboxed(entry: str, payload: dict[str, Any], limits: Limits) -> Sandbo
 
 
 def _run_in(
-    root: Path, entry: str, payload: dict[str, Any], limits: Limits, cgroup: EvaluationCgroup | None
+    root: Path,
+    entry: str,
+    payload: dict[str, Any],
+    limits: Limits,
+    cgroup: EvaluationCgroup | None,
+    sealed: Sequence[Any],
 ) -> SandboxResult:
     work = root / "work"
     work.mkdir()
@@ -180,6 +191,7 @@ def _run_in(
     # comes back on a pipe of its own: only the harness frame holds its write end.
     watch_r, watch_w = os.pipe()
     result_r, result_w = os.pipe()
+    sealed_r = pipe_with(sealed) if sealed else None
     spec = {
         "entry": entry,
         "import_root": _import_root(entry.partition(":")[0]),
@@ -192,6 +204,7 @@ def _run_in(
         "read_only_mounts": read_only_mounts,
         "sandbox_ids": ids,
         "own_ipc": own_ipc,
+        "sealed_fd": sealed_r,
     }
     spec_path.write_text(json.dumps(spec))
     env = {**_child_env(limits, work), "AUTORESEARCH_SANDBOX_WATCH_FD": str(watch_r)}
@@ -206,15 +219,16 @@ def _run_in(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a kill takes every descendant
-            pass_fds=(watch_r, result_w),
+            pass_fds=(watch_r, result_w, *([] if sealed_r is None else [sealed_r])),
         )
     except BaseException:
         for fd in (watch_w, result_r):
             os.close(fd)
         raise
     finally:
-        os.close(watch_r)
-        os.close(result_w)
+        for fd in (watch_r, result_w, sealed_r):
+            if fd is not None:
+                os.close(fd)
     reader, results = TailReader(proc.stdout, limits.output_bytes), HeadReader(result_r, MAX_RESULT_BYTES)
     reader.start()
     results.start()

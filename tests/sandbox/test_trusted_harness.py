@@ -146,16 +146,16 @@ def test_the_reference_is_timed_beside_the_candidate_from_the_harness_own_copy(m
     payloads: list[dict[str, Any]] = []
     real = codeopt_task.run_sandboxed
 
-    def recording(entry: str, payload: dict[str, Any], limits: Any) -> SandboxResult:
+    def recording(entry: str, payload: dict[str, Any], limits: Any, sealed: Any = ()) -> SandboxResult:
         payloads.append(payload)
-        return real(entry, payload, limits)
+        return real(entry, payload, limits, sealed)
 
     monkeypatch.setattr(codeopt_task, "run_sandboxed", recording)
     outcome = benchmark(REFERENCE_SOURCE, CodeOptTask)
     assert outcome.status == "ok" and outcome.state_update == {}
     # One sandbox run, and nothing in its payload says what the reference is or how fast it was: the
     # harness compiles its own copy and times it call by call beside the candidate.
-    assert len(payloads) == 1 and set(payloads[0]) == {"source", "n_records", "seeds", "check", "profile"}
+    assert len(payloads) == 1 and set(payloads[0]) == {"source", "n_records", "calls", "check", "profile"}
     assert outcome.metrics["baseline_ms"] > 0 and outcome.metrics["inputs"] == 5
 
 

@@ -28,6 +28,7 @@ import types
 from functools import lru_cache, partial
 from typing import Any
 
+from autoresearch_mcp.sandbox import sealed
 from autoresearch_mcp.sandbox.isolate import (
     Channel,
     Isolated,
@@ -90,8 +91,10 @@ def candidate_globals() -> dict[str, Any]:
 
 
 def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
-    """Payload: n_records, seeds (one per call; the first call is a warm-up), source (the candidate)
-    and optionally rival (the run's current best, when it is not the reference). For every seed the
+    """Payload: n_records, calls (the first is a warm-up), source (the candidate) and optionally rival
+    (the run's current best, when it is not the reference). Each call's seed is sealed (sandbox/sealed.py):
+    taken only when its call comes, so no fork made before it, the small check's included, holds the
+    input of a later call to work out its answer early. For every seed the
     candidate, the reference and the rival are each called once on the same input, one right after the
     other, the order reversed from one seed to the next (candidate, reference, rival; then rival,
     reference, candidate): every two of them see the same load, each first as often as second. So
@@ -107,7 +110,7 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
     candidate's outputs, and the rival's times only when every rival call ended with a result (a rival
     failure is no failure of the candidate); or an error."""
     n = int(payload["n_records"])
-    seeds = [int(seed) for seed in payload["seeds"]]
+    calls = int(payload["calls"])
     source = payload.get("source", REFERENCE_SOURCE)
     try:
         code = compile(source, "train.py", "exec")
@@ -129,7 +132,9 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
     times: dict[str, list[float]] = {name: [] for name in members}
     cpu: dict[str, list[float]] = {name: [] for name in members}
     outputs: list[Any] = []
-    for index, seed in enumerate(seeds):
+    seeds: list[int] = []
+    for index in range(calls):
+        seeds.append(seed := int(sealed.take()))
         for name in list(members) if index % 2 == 0 else list(reversed(members)):
             member = members[name]
             if member is None:

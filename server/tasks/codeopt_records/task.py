@@ -160,11 +160,11 @@ class CodeOptTask(Task):
         rng = random.Random(f"{ctx.run_id}:{ctx.seed}:{ctx.iteration}:{secrets.token_hex(16)}")
         seeds = _distinct_seeds(rng, calls + 1)
         check = {"n": min(CHECK_RECORDS, n), "seed": seeds.pop()}
-        payload: dict[str, Any] = {"source": source, "n_records": n, "seeds": seeds, "check": check}
+        payload: dict[str, Any] = {"source": source, "n_records": n, "calls": len(seeds), "check": check}
         payload["profile"] = _spans(source)
         if ctx.best_source is not None and ctx.best_source != REFERENCE_SOURCE:
             payload["rival"] = ctx.best_source  # a best that is the reference is timed as the reference
-        measured = _measure(self.entry, payload, limits)
+        measured = _measure(self.entry, payload, limits, seeds)
         if isinstance(measured, Outcome):
             return measured
         outcome = judge(measured, seeds, n)
@@ -217,9 +217,10 @@ def _profile_of(source: str, measured: dict[str, Any] | None, n: int) -> Profile
         return None
 
 
-def _measure(entry: str, payload: dict[str, Any], limits: Limits) -> Calls | Outcome:
-    """Run the harness on `payload`; its report, checked, or the failure as an outcome."""
-    result = run_sandboxed(entry, payload, limits)
+def _measure(entry: str, payload: dict[str, Any], limits: Limits, seeds: list[int]) -> Calls | Outcome:
+    """Run the harness on `payload`, the timed calls' `seeds` sealed (sandbox/sealed.py); its report,
+    checked, or the failure as an outcome."""
+    result = run_sandboxed(entry, payload, limits, sealed=seeds)
     if result.status != "ok" or result.result is None:
         return sandbox_failure(result)
     try:
