@@ -10,8 +10,11 @@ import hmac
 import ipaddress
 import logging
 import os
+import socket
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -39,6 +42,7 @@ DASHBOARD_PATH = "/dashboard"
 SCOPE = "autoresearch"
 MIN_TOKEN_CHARS = 16
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+STARTUP_FAILURE = 3  # uvicorn's exit status for a server that could not start
 
 
 class StaticTokenVerifier(TokenVerifier):
@@ -160,21 +164,52 @@ def serve_http(
     port: int,
     token: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    port_file: Path | None = None,
 ) -> None:
+    """Serve until stopped. Port 0 leaves the choice to the system; the server then says which port it
+    got, in its log and in `port_file` (written once it listens, removed when it stops)."""
     token = token or os.environ.get(ENV_TOKEN) or None
     dashboard = dashboard_routes(token, transport_security(host, allowed_hosts))
     app = build_http_app(
         settings, host=host, token=token, allowed_hosts=allowed_hosts, routes_factory=dashboard
     )
-    log.info(
-        "serving MCP at http://%s:%d%s (%s)",
-        host,
-        port,
-        MCP_PATH,
-        "bearer token required" if token else "no token: loopback only",
-    )
-    log.info("run dashboard at http://%s:%d%s/", host, port, DASHBOARD_PATH)
-    uvicorn.run(app, **uvicorn_options(host, port))
+    server = ListeningServer(uvicorn_config(app, host, port), port_file=port_file, token_required=bool(token))
+    with suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn shuts down, then raises it again
+        server.run()
+    if not server.started:  # as uvicorn.run: a server that never listened is a failed start
+        sys.exit(STARTUP_FAILURE)
+
+
+class ListeningServer(uvicorn.Server):
+    """uvicorn's server, saying where it listens once it does: with --port 0 only the server knows the
+    port, and a client (a test, a script) reads it from `port_file` instead of guessing a free one,
+    which another process could take first."""
+
+    def __init__(self, config: uvicorn.Config, *, port_file: Path | None, token_required: bool) -> None:
+        super().__init__(config)
+        self.port_file = port_file
+        self.token_required = token_required
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        port = self.servers[0].sockets[0].getsockname()[1]
+        base = f"http://{self.config.host}:{port}"
+        log.info(
+            "serving MCP at %s%s (%s)",
+            base,
+            MCP_PATH,
+            "bearer token required" if self.token_required else "no token: loopback only",
+        )
+        log.info("run dashboard at %s%s/", base, DASHBOARD_PATH)
+        if self.port_file is not None:
+            partial = self.port_file.with_name(self.port_file.name + ".partial")
+            partial.write_text(f"{port}\n")
+            partial.replace(self.port_file)  # a reader sees the whole number or no file
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.port_file is not None:
+            self.port_file.unlink(missing_ok=True)
+        await super().shutdown(sockets)
 
 
 def uvicorn_options(host: str, port: int, header_timeout_s: float = HEADER_TIMEOUT_S) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -39,10 +40,15 @@ FLAGS = {
 TASK_FLAGS = ("codeopt_records", "codeopt_repeats", "hpo_threads", "hpo_wall_s")
 
 
-def port_arg(value: str) -> int:
-    if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 65535):
-        raise argparse.ArgumentTypeError(f"expected a port number from 1 to 65535, not {value!r}")
+def port_arg(value: str, lowest: int = 1) -> int:
+    if not (value.isascii() and value.isdigit() and lowest <= int(value) <= 65535):
+        raise argparse.ArgumentTypeError(f"expected a port number from {lowest} to 65535, not {value!r}")
     return int(value)
+
+
+def listen_port_arg(value: str) -> int:
+    """A port to serve on; 0 lets the system pick a free one (see --port-file)."""
+    return port_arg(value, lowest=0)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
@@ -125,7 +131,16 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="stdio (as a host such as Claude Desktop starts it) or streamable HTTP at /mcp",
     )
     parser.add_argument("--host", default="127.0.0.1", help="http: the address to bind")
-    parser.add_argument("--port", type=port_arg, default=8765, help="http: the port")
+    parser.add_argument(
+        "--port", type=listen_port_arg, default=8765, help="http: the port (0: any free one, see --port-file)"
+    )
+    parser.add_argument(
+        "--port-file",
+        type=Path,
+        metavar="PATH",
+        help="http: once listening, write the port to PATH (removed on stop): how a script learns the port "
+        "--port 0 got",
+    )
     parser.add_argument("--codeopt-records", type=int, help="records per codeopt-records benchmark input")
     parser.add_argument("--codeopt-repeats", type=int, help="timed repeats per codeopt-records benchmark")
     parser.add_argument("--hpo-threads", type=int, help="threads per XGBoost training (default: all cores)")
@@ -185,7 +200,12 @@ def run(args: argparse.Namespace) -> int:
         from autoresearch_mcp.server.http import serve_http
 
         serve_http(
-            settings, host=args.host, port=args.port, token=args.token, allowed_hosts=args.allowed_host
+            settings,
+            host=args.host,
+            port=args.port,
+            token=args.token,
+            allowed_hosts=args.allowed_host,
+            port_file=args.port_file,
         )
         return 0
     import anyio

@@ -4,42 +4,20 @@ without the body ever being held in memory."""
 
 import select
 import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from test_http import TOKEN, free_port, serve_command, server_env
+from test_http import TOKEN, serving_process
 
 BODY_MB = 192
 
 
 @contextmanager
 def served(tmp_path: Path, csv: Path, *args: str) -> Iterator[tuple[int, int]]:
-    port = free_port()
-    log = (tmp_path / f"server-{port}.log").open("w")
-    proc = subprocess.Popen(
-        serve_command(tmp_path / "runs.db", csv, "--port", str(port), *args),
-        env=server_env(tmp_path / "data"),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+    with serving_process(tmp_path / "runs.db", csv, tmp_path / "data", *args) as (port, proc):
         yield port, proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def memory_kb(pid: int, field: str) -> int:

@@ -4,11 +4,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from autoresearch_mcp.server.http import serve_http
+from autoresearch_mcp.server.http import ListeningServer, serve_http
 from autoresearch_mcp.server.settings import ServerSettings
 
 TOKEN = "a-long-enough-token-for-the-server"
@@ -18,7 +17,12 @@ TOKEN = "a-long-enough-token-for-the-server"
 def served_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Starlette:
     """The app serve_http hands to uvicorn, captured instead of served."""
     captured: dict[str, Any] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: captured.update(app=app, **kwargs))
+
+    def run(server: ListeningServer, sockets: object = None) -> None:
+        captured["app"] = server.config.app
+        server.started = True
+
+    monkeypatch.setattr(ListeningServer, "run", run)
     serve_http(ServerSettings(db_path=tmp_path / "runs.db"), host="127.0.0.1", port=8765, token=TOKEN)
     return captured["app"]
 

@@ -2,10 +2,10 @@
 Host checking, several clients at once on shared runs, background jobs, and resuming after a restart."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -35,12 +35,6 @@ INITIALIZE = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTORESEARCH_")}
     env.update(
@@ -59,30 +53,37 @@ def serve_command(db: Path, csv: Path, *args: str) -> list[str]:
 
 
 @contextmanager
-def http_server(db: Path, csv: Path, data_dir: Path, *args: str, **env: str) -> Iterator[int]:
-    port = free_port()
-    log_path = db.parent / f"server-{port}.log"
+def serving_process(
+    db: Path, csv: Path, data_dir: Path, *args: str, **env: str
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """The server on a port it picked itself (`--port 0`), read from its `--port-file` once it listens:
+    a port a test picks and frees first could be taken by a parallel worker before the server binds it."""
+    port_file = db.parent / f"server-{uuid.uuid4().hex[:8]}.port"  # a restart on the same db: new files
+    log_path = port_file.with_suffix(".log")
     with log_path.open("w") as log:
         proc = subprocess.Popen(
-            serve_command(db, csv, "--port", str(port), *args),
+            serve_command(db, csv, "--port", "0", "--port-file", str(port_file), *args),
             env=server_env(data_dir, **env),
             stdout=log,
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 30
-            while True:
+            deadline = time.monotonic() + 60
+            while not port_file.exists():
                 assert proc.poll() is None, f"the server exited:\n{log_path.read_text()}"
                 assert time.monotonic() < deadline, f"the server never listened:\n{log_path.read_text()}"
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
-            yield port
+                time.sleep(0.05)
+            yield int(port_file.read_text()), proc
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+    assert not port_file.exists(), "a stopped server's port file stays behind"
+
+
+@contextmanager
+def http_server(db: Path, csv: Path, data_dir: Path, *args: str, **env: str) -> Iterator[int]:
+    with serving_process(db, csv, data_dir, *args, **env) as (port, _proc):
+        yield port
 
 
 @asynccontextmanager

@@ -20,7 +20,7 @@ import pytest
 import uvicorn
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from test_http import TOKEN, free_port, http_server, server_env
+from test_http import TOKEN, http_server, server_env
 
 from autoresearch_mcp.server.http import build_http_app, uvicorn_config
 from autoresearch_mcp.server.notify import MAX_SUBSCRIPTIONS, MAX_URI_CHARS
@@ -197,9 +197,8 @@ def test_stdio_answers_a_line_that_is_no_message_and_drops_an_overlong_one_unrea
 @contextmanager
 def served_in_a_thread(settings: ServerSettings, timeout_s: float) -> Iterator[int]:
     """The HTTP app as serve_http serves it, on a loopback port, with short deadlines."""
-    port = free_port()
     app = build_http_app(settings, body_timeout_s=timeout_s)
-    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, header_timeout_s=timeout_s))
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", 0, header_timeout_s=timeout_s))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -207,7 +206,7 @@ def served_in_a_thread(settings: ServerSettings, timeout_s: float) -> Iterator[i
         assert time.monotonic() < deadline and thread.is_alive(), "the server did not start"
         time.sleep(0.02)
     try:
-        yield port
+        yield server.servers[0].sockets[0].getsockname()[1]  # port 0: the one the system picked
     finally:
         server.should_exit = True
         thread.join(timeout=30)
