@@ -1,14 +1,21 @@
 """Shared fixtures: every test gets its own data directory and database; nothing touches the user's."""
 
+import importlib
 import os
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
 
 import toy_task  # noqa: F401  (registers the test-only task "toy-quadratic")
+from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
+from autoresearch_mcp.sandbox import runner
 from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.tasks import registry
 
 if TYPE_CHECKING:
     import argparse
@@ -27,6 +34,50 @@ COVTYPE_20K = Path(
 )
 TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 2_000, 7
 NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
+
+# The built-in tasks (and installed plugins) load once, here, with no plugin module named by the
+# developer's environment: otherwise the first test of a worker to list the tasks would load them under
+# its own AUTORESEARCH_TASK_PLUGINS, and every later test of that worker would see its plugins.
+with pytest.MonkeyPatch.context() as _env:
+    _env.delenv(ENV_TASK_PLUGINS, raising=False)
+    registry.task_names()
+
+
+@contextmanager
+def registry_restored() -> Iterator[tuple[dict[str, "registry.TaskFactory"], set[str]]]:
+    """The task registry and the sandbox's admitted entry points as they are now, put back on exit
+    (both are process-wide: what one test registers, every later test of its worker would see)."""
+    tasks, entries = dict(registry._REGISTRY), set(runner._ALLOWED_ENTRIES)
+    try:
+        yield tasks, entries
+    finally:
+        registry._REGISTRY.clear()
+        registry._REGISTRY.update(tasks)
+        runner._ALLOWED_ENTRIES.clear()
+        runner._ALLOWED_ENTRIES.update(entries)
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_registered() -> Iterator[None]:
+    """A test that registers a task or admits a sandbox entry point undoes it (`plugged_in`,
+    `monkeypatch`), or fails here: the task list (completions, unknown-task messages) would otherwise
+    depend on which tests ran before in the same worker."""
+    with registry_restored() as (tasks, entries):
+        yield
+        left = sorted(set(registry._REGISTRY) - set(tasks)) + sorted(runner._ALLOWED_ENTRIES - entries)
+    assert not left, f"the test left registered: {', '.join(left)}"
+
+
+@contextmanager
+def plugged_in(module: str) -> Iterator[ModuleType]:
+    """A plugin task module imported as a server imports one (it registers its tasks, and defining them
+    admits their sandbox entry points), for the duration of the block only."""
+    with registry_restored():
+        sys.modules.pop(module, None)  # registering happens on import: import it afresh
+        try:
+            yield importlib.import_module(module)
+        finally:
+            sys.modules.pop(module, None)
 
 
 @pytest.fixture(autouse=True)

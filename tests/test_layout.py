@@ -4,6 +4,7 @@ import argparse
 import ast
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.main import add_serve_arguments, settings_from_args
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from conftest import plugged_in
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIR = Path(__file__).resolve().parent / "plugin"
@@ -58,9 +60,10 @@ def test_the_dashboard_and_the_sandbox_import_nothing_from_the_client():
 
 
 @pytest.fixture
-def plugin_task(monkeypatch: pytest.MonkeyPatch) -> None:
+def plugin_task(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.syspath_prepend(str(PLUGIN_DIR))
-    import cube_task  # noqa: F401  (registers plugin-cube, and with it its harness entry point)
+    with plugged_in("cube_task"):  # registers plugin-cube, and with it its harness entry point
+        yield
 
 
 def test_the_sandbox_refuses_an_entry_point_no_registered_task_declares():

@@ -14,6 +14,7 @@ from mcp import Client
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
+from conftest import plugged_in
 
 pytestmark = pytest.mark.asyncio
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
@@ -32,15 +33,14 @@ async def refused(client: Client, tool: str, args: dict[str, Any]) -> str:
 
 
 async def test_a_failed_job_tells_the_model_what_failed_without_a_traceback_or_paths(settings):
-    import failing_task  # noqa: F401  (registers toy-failing-worker)
-
     research = Research(settings.model_copy(update={"workers": 1})).open()
     server = build_server(research)
     try:
-        async with Client(server) as client:
-            await call(client, "start_run", {"task": "toy-failing-worker", "budget": 3})
-            job = (await call(client, "submit_training_job", {"params": {"x": 1.0}}))["job"]
-            info = await call(client, "get_job", {"job_id": job["id"], "wait_seconds": 60})
+        with plugged_in("failing_task"):  # toy-failing-worker, for this test only
+            async with Client(server) as client:
+                await call(client, "start_run", {"task": "toy-failing-worker", "budget": 3})
+                job = (await call(client, "submit_training_job", {"params": {"x": 1.0}}))["job"]
+                info = await call(client, "get_job", {"job_id": job["id"], "wait_seconds": 60})
     finally:
         research.close()
     text = json.dumps(info)
