@@ -258,13 +258,20 @@ async def test_the_preflight_asks_for_one_model_and_lets_a_run_start() -> None:
 
 @pytest.mark.asyncio
 async def test_the_preflight_takes_an_api_without_a_model_list_as_there() -> None:
-    with FakeAnthropicServer() as fake:  # a proxy that serves only /v1/messages
+    with FakeAnthropicServer([anthropic_message("served")]) as fake:  # a proxy serving only /v1/messages
         fake.models_reply = error_reply(404, "not_found_error", "no such route")
         llm = _llm(fake)
         try:
-            await llm.preflight()
+            await llm.preflight()  # no LLMError: the run goes on to its first message
+            response = await llm.complete(LLMRequest(system="s", messages=[Message(role="user", text="hi")]))
         finally:
             await llm.aclose()
+    assert response.text == "served"
+    # The 404 was the answer, asked once and not retried: only a refused key or no answer stops a run.
+    assert [(r.method, r.path) for r in fake.requests] == [
+        ("GET", "/v1/models?limit=1"),
+        ("POST", "/v1/messages"),
+    ]
 
 
 @pytest.mark.asyncio
