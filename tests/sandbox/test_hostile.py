@@ -3,7 +3,6 @@ process, comes back as a structured result, and leaves the sandbox working for t
 
 import os
 import signal
-import socket
 import subprocess
 import textwrap
 import uuid
@@ -19,7 +18,6 @@ from autoresearch_mcp.sandbox.guard import check_source
 from autoresearch_mcp.sandbox.runner import (
     Limits,
     SandboxResult,
-    network_namespace_available,
     pid_namespace_available,
     run_sandboxed,
 )
@@ -284,26 +282,6 @@ def test_a_cache_written_in_one_run_is_gone_in_the_next() -> None:
     assert value(source) == []
     assert value(source) == []
     Path(f"/tmp/cache-{token}.json").unlink(missing_ok=True)  # only if no Landlock let it through
-
-
-@pytest.mark.skipif(
-    not network_namespace_available() and landlock_abi() < 4,
-    reason="neither a network namespace (unshare --net) nor Landlock TCP rules (ABI 4) are available",
-)
-def test_a_network_connection_to_the_host_fails() -> None:
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        source = """\
-            import socket
-            def attack(port):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=2).close()
-                except OSError as exc:
-                    return type(exc).__name__
-                return "connected"
-        """
-        assert value(source, server.getsockname()[1]) != "connected"
 
 
 def test_spawning_a_process_is_refused_by_the_guard_and_the_child_of_a_raw_run_is_no_freer() -> None:
