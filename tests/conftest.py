@@ -16,6 +16,7 @@ from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
 from autoresearch_mcp.sandbox import runner
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks import registry
+from isolation_gate import pytest_runtest_makereport  # noqa: F401  (CI: a missing layer fails)
 
 if TYPE_CHECKING:
     import argparse
@@ -33,6 +34,7 @@ COVTYPE_20K = Path(
     or ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
 )
 TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 2_000, 7
+pytest_plugins = ["pytester"]  # tests/sandbox/test_isolation_gate.py runs pytest on a file of its own
 NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
 
 # The built-in tasks (and installed plugins) load once, here, with no plugin module named by the
