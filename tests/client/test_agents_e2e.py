@@ -225,9 +225,16 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(
     args = run_args(tmp_path, "--task", "codeopt-records", "--llm", "scripted", "--iterations", "2")
     result = await run_session(args, mode=mode, seed=42)
     assert result.scripted and result.stop_reason == "budget" and result.experiments == 2
-    assert result.llm_calls == 2 and (result.best_metric or 0) > 1.0  # the catalogue's rewrites are faster
+    assert result.llm_calls == 2
     rows = experiments(tmp_path / "runs.db")
     assert [row[1] for row in rows] == ["ok", "ok"]
+    # The best the agent reports is the one the server kept (whether the rewrite beat the reference here
+    # is the machine's to measure: test_codeopt_task.py times that in the slow set).
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        kept = db.execute(
+            "SELECT iteration, metric FROM experiments WHERE kept ORDER BY iteration"
+        ).fetchall()
+    assert kept[0][0] == 1 and result.best_metric == kept[-1][1]
     records = load_transcript(result.transcript)
     sent = records[0]["request"]["messages"]
     if mode == "stateful":

@@ -3,7 +3,9 @@ including the attacks a candidate could try on the timer, the inputs and the cor
 
 import gc
 import json
+import math
 import time
+from statistics import median
 from typing import Any
 
 import pytest
@@ -73,6 +75,7 @@ def test_the_comparison_rule_tolerates_float_noise_but_not_type_or_value_changes
     assert first_difference(["x"], ("x",)) == "output: expected a list, got ('x',)"
 
 
+@pytest.mark.slow  # a measured CPU time: the default suite asserts no timing
 def test_the_baseline_takes_tens_of_ms_of_cpu_on_10000_records() -> None:
     # Long enough to time above the noise, short enough for 20 timed calls per benchmark. CPU speed
     # differs between machines (70 ms here, 107 ms on a CI machine), so the bound leaves room for that.
@@ -172,8 +175,8 @@ def test_check_artifact_refuses_non_stdlib_imports_and_a_changed_signature() -> 
 
 
 def test_every_benchmark_times_the_reference_beside_the_candidate_and_keeps_no_baseline() -> None:
-    # How much faster a rewrite is, is measured without a loaded machine's noise in the in-process test
-    # above and in benchmarks/noise_load.py; here, where the numbers come from and go.
+    # Where the numbers come from and go; how much faster a rewrite is, is the slow set's to measure
+    # (below, and in-process above) and benchmarks/noise_load.py's.
     first = benchmark(REFERENCE_SOURCE)
     assert first.status == "ok" and first.state_update == {}  # nothing carried to later benchmarks
     assert first.metrics["correct"] == 1.0 and first.metrics["inputs"] == 4
@@ -181,9 +184,22 @@ def test_every_benchmark_times_the_reference_beside_the_candidate_and_keeps_no_b
     assert len(first.samples) == 3  # the candidate's timed calls (after the warm-up)
     fastest = benchmark(rewrites.source_after(len(rewrites.REWRITES)), iteration=2)
     assert fastest.status == "ok" and fastest.metric == fastest.metrics["speedup"]
-    assert fastest.metrics["baseline_ms"] > fastest.metrics["time_ms"]  # its own reference, timed beside it
+    assert fastest.metrics["speedup_low"] <= fastest.metric <= fastest.metrics["speedup_high"]
+    # Its own reference, timed beside it in the same run, and the candidate's median call.
+    assert fastest.metrics["baseline_ms"] > 0
+    assert fastest.metrics["time_ms"] == pytest.approx(median(fastest.samples), abs=1e-4)
     if "cpu_ms" in fastest.metrics:  # the candidate cgroup's CPU time, recorded beside the wall time
-        assert fastest.metrics["speedup_cpu"] > 1 and fastest.metrics["cpu_ms"] > 0
+        assert fastest.metrics["cpu_ms"] > 0 and fastest.metrics["baseline_cpu_ms"] > 0
+        assert fastest.metrics["speedup_cpu"] > 0
+
+
+@pytest.mark.slow  # a measured speedup: on a loaded machine, a ratio near its bound
+def test_the_fastest_rewrite_benchmarks_faster_than_its_reference_in_wall_and_cpu_time() -> None:
+    fastest = benchmark(rewrites.source_after(len(rewrites.REWRITES)), iteration=2)
+    assert fastest.status == "ok"
+    assert fastest.metrics["baseline_ms"] > fastest.metrics["time_ms"]  # its own reference, timed beside it
+    if "cpu_ms" in fastest.metrics:
+        assert fastest.metrics["speedup_cpu"] > 1
 
 
 def test_the_best_is_timed_beside_the_candidate_or_is_the_reference_itself() -> None:
@@ -207,13 +223,11 @@ def test_the_best_is_timed_beside_the_candidate_or_is_the_reference_itself() -> 
 
 def test_a_wrong_rewrite_fails_on_the_small_check_with_the_first_difference_and_its_input() -> None:
     source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
-    started = time.monotonic()
     outcome = benchmark(source)
     assert outcome.status == "incorrect" and outcome.metric is None and outcome.metrics == {"correct": 0.0}
     assert outcome.error_tail is not None
     assert outcome.error_tail.startswith("wrong output (the first check, on make_records(200, seed=")
     assert "['top_earners'][0]['id']: expected" in outcome.error_tail
-    assert time.monotonic() - started < 5  # one small call, not the 3 x 4 timed ones (a sandbox start)
 
 
 def test_a_version_right_on_the_small_check_but_wrong_on_the_benchmark_input_says_which_call() -> None:
@@ -385,5 +399,5 @@ def test_patching_the_clock_through_an_escape_is_refused_by_the_guard_and_change
     source = escape + REFERENCE_SOURCE
     assert any("'__class__' is not allowed" in p for p in CodeOptTask({}).check_artifact(source))
     outcome = benchmark(source)
-    # A patched clock would read 0 ms and a speedup in the thousands.
-    assert outcome.status == "ok" and outcome.metrics["time_ms"] > 1.0 and outcome.metric < 50
+    # A patched clock reads 0 ms for every call (and a speedup of infinity); any real call takes longer.
+    assert outcome.status == "ok" and min(outcome.samples) > 0 and math.isfinite(outcome.metric or math.inf)
