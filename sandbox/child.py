@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from autoresearch_mcp.sandbox import candidate, identity, sealed
+from autoresearch_mcp.sandbox import candidate, identity, resources, sealed
 
 # Landlock syscalls (Linux >= 5.13) have the same numbers on every architecture.
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
@@ -304,6 +304,8 @@ def main() -> int:
     os.set_inheritable(result_fd, False)
     if spec.get("sealed_fd") is not None:
         sealed.open_feed(int(spec["sealed_fd"]))
+    if spec.get("quota_fd") is not None:
+        resources.open_quota_pipe(int(spec["quota_fd"]))
     _network[0] = bool(spec["limits"].get("network", False))
     candidate.configure(spec)  # opens the candidate cgroup's files: Landlock refuses them from here on
     module_name, func_name = spec["entry"].split(":")

@@ -192,6 +192,8 @@ def _run_in(
     watch_r, watch_w = os.pipe()
     result_r, result_w = os.pipe()
     sealed_r = pipe_with(sealed) if sealed else None
+    quota_r, quota_w = os.pipe()  # the harness says what of the working directory is its own
+    os.set_blocking(quota_r, False)
     spec = {
         "entry": entry,
         "import_root": _import_root(entry.partition(":")[0]),
@@ -205,6 +207,7 @@ def _run_in(
         "sandbox_ids": ids,
         "own_ipc": own_ipc,
         "sealed_fd": sealed_r,
+        "quota_fd": quota_w,
     }
     spec_path.write_text(json.dumps(spec))
     env = {**_child_env(limits, work), "AUTORESEARCH_SANDBOX_WATCH_FD": str(watch_r)}
@@ -219,14 +222,14 @@ def _run_in(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so a kill takes every descendant
-            pass_fds=(watch_r, result_w, *([] if sealed_r is None else [sealed_r])),
+            pass_fds=(watch_r, result_w, quota_w, *([] if sealed_r is None else [sealed_r])),
         )
     except BaseException:
-        for fd in (watch_w, result_r):
+        for fd in (watch_w, result_r, quota_r):
             os.close(fd)
         raise
     finally:
-        for fd in (watch_r, result_w, sealed_r):
+        for fd in (watch_r, result_w, quota_w, sealed_r):
             if fd is not None:
                 os.close(fd)
     reader, results = TailReader(proc.stdout, limits.output_bytes), HeadReader(result_r, MAX_RESULT_BYTES)
@@ -234,7 +237,9 @@ def _run_in(
     results.start()
     waiter = Waiter(proc.pid)
     waiter.start()
-    disk = DiskWatch(work, limits.disk_mb * 1024 * 1024, limits.max_files, lambda: _kill(proc, cgroup))
+    disk = DiskWatch(
+        work, limits.disk_mb * 1024 * 1024, limits.max_files, lambda: _kill(proc, cgroup), quota_r
+    )
     disk.start()
     waiter.join(timeout=limits.wall_s)
     timed_out = waiter.is_alive()
@@ -242,6 +247,7 @@ def _run_in(
     waiter.join()
     proc.returncode = waiter.returncode  # reaped by the waiter: Popen must not think it still runs
     over_quota = disk.stop()
+    os.close(quota_r)
     os.close(watch_w)
     reader.finish(grace_s=2)
     results.finish(grace_s=2)

@@ -51,8 +51,10 @@ class ServerSettings(BaseModel):
 
     def task_settings(self) -> dict[str, Any]:
         """What every task is made with: the variables its settings name, then the flags given, and
-        the task folders (the registry finds them there). Each task validates its own."""
+        the task folders (the registry finds them there, and the database none may read). Each task
+        validates its own."""
         from autoresearch_mcp.server.tasks.registry import settings_models
 
         environment = {k: v for model in settings_models() for k, v in model.from_environment().items()}
-        return {**environment, **self.task_options, "task_dirs": self.task_dirs}
+        folders = {"task_dirs": self.task_dirs, "store_path": str(self.db_path)}
+        return {**environment, **self.task_options, **folders}

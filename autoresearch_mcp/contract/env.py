@@ -26,10 +26,16 @@ ENV_SANDBOX_USER = "AUTORESEARCH_SANDBOX_USER"  # who untrusted code runs as und
 ENV_PREFIX = "AUTORESEARCH_"
 
 
-def data_dir() -> Path:
-    """The user's data directory for autoresearch-mcp (platformdirs), or AUTORESEARCH_DATA_DIR."""
+def data_dir_path() -> Path:
+    """Where the user's data directory for autoresearch-mcp is (platformdirs, or AUTORESEARCH_DATA_DIR),
+    made or not."""
     override = os.environ.get(ENV_DATA_DIR)
-    path = Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
+    return Path(override) if override else Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def data_dir() -> Path:
+    """The user's data directory for autoresearch-mcp, made if it is not there yet."""
+    path = data_dir_path()
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -5,6 +5,7 @@ import importlib
 import os
 from collections.abc import Callable, Set
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
@@ -50,9 +51,10 @@ def _folders(settings: dict[str, Any] | None) -> dict[str, TaskFactory]:
         return {}
     from autoresearch_mcp.server.tasks.folder.task import folder_task_class
 
+    store = (settings or {}).get("store_path")
     found: dict[str, TaskFactory] = {}
     for path in paths:
-        cls = folder_task_class(path)
+        cls = folder_task_class(path, None if store is None else Path(store))
         if cls.name in _REGISTRY or cls.name in found:
             raise ResearchError(
                 f"task folder {path}: its name {cls.name!r} is already taken by another task; rename it "

@@ -25,7 +25,7 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-from autoresearch_mcp.sandbox import candidate, identity, profiler, seccomp
+from autoresearch_mcp.sandbox import candidate, identity, profiler, resources, seccomp
 from autoresearch_mcp.sandbox.child import confine_fork, confine_reads, landlock_abi
 
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
@@ -297,9 +297,11 @@ def run_command(payload: dict[str, Any]) -> dict[str, Any]:
     work = Path.cwd()
     folder = Path(payload["folder_path"])
     # Links are safe only where Landlock confines writes (sandbox/child.py did, if the kernel has it).
+    resources.hold_quota()  # the layout is not the script's: it may hold more files than its quota
     cwd = lay_out(folder, work, payload["files"], payload["reads"], links=landlock_abi() > 0)
     if candidate.Setup.ids is not None:  # the script runs as the sandbox's user: the layout is its own
         identity.hand_over(work, candidate.Setup.ids)
+    resources.exclude_from_quota(work)
     python = Path(payload["python_path"])
     confine_reads(readable_paths(payload))
     deny = candidate.Setup.deny_processes  # the task did not declare processes; seccomp is here

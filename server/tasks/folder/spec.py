@@ -7,12 +7,14 @@ Every mistake in the file is one message naming the file, the table and the key.
 
 import math
 import os
+import subprocess
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from autoresearch_mcp.contract.env import data_dir_path
 from autoresearch_mcp.contract.errors import ResearchError
 
 SPEC_FILE = "autoresearch.toml"
@@ -181,8 +183,10 @@ class TaskFolder(BaseModel):
         )
 
 
-def load_folder(folder: Path | str) -> TaskFolder:
-    """Read and check a task folder, or raise one ResearchError that says what to fix where."""
+def load_folder(folder: Path | str, store: Path | None = None) -> TaskFolder:
+    """Read and check a task folder, or raise one ResearchError that says what to fix where. `store`:
+    the server's database, which no declared read may hold (nor its data directory, its user's home or
+    the root, wherever the database is)."""
     path = Path(folder).expanduser().resolve()
     toml = path / SPEC_FILE
     if not path.is_dir():
@@ -204,18 +208,12 @@ def load_folder(folder: Path | str) -> TaskFolder:
         )
         raise ResearchError(f"{toml}: {problems}", kind="bad_argument") from None
     python = spec.task.python
-    if python is not None and not (
-        Path(python).is_absolute() and os.path.isfile(python) and os.access(python, os.X_OK)
-    ):
-        # Found here, not as every experiment's crash (each one a unit of budget spent).
-        raise ResearchError(
-            f"{toml}: python: {python} is not an executable file; give the absolute path of the interpreter "
-            "the command's `python` means (e.g. /home/me/venv/bin/python), or leave it out for the server's",
-            kind="bad_argument",
-        )
+    if python is not None:
+        _check_interpreter(toml, python)
     originals = []
     for file in spec.task.edit:
         source_path = path / file
+        _check_own_file(toml, path, file)
         if not source_path.is_file():
             if spec.work == "code" or file != "train.py" or "edit" in raw.get("task", {}):
                 raise ResearchError(f"{toml}: edit: no file {file!r} in {path}", kind="bad_argument")
@@ -230,4 +228,88 @@ def load_folder(folder: Path | str) -> TaskFolder:
         (path / entry).resolve() if not Path(entry).is_absolute() else Path(entry)
         for entry in spec.task.reads
     )
+    for entry, read in zip(spec.task.reads, reads, strict=True):
+        _check_read(toml, entry, read, store)
     return TaskFolder(path=path, spec=spec, reads=reads, originals=tuple(originals))
+
+
+# Run by a folder's `python` when the folder loads: a Python 3 that can run the boot the sandbox puts in
+# front of the script (server/tasks/folder/child.py: seccomp.py's source needs 3.9).
+_PROBE = "import sys; print('python', *sys.version_info[:2])"
+PROBE_TIMEOUT_S = 10.0
+OLDEST_PYTHON = (3, 9)
+
+
+def _check_interpreter(toml: Path, python: str) -> None:
+    """`python` runs as a Python interpreter, checked once with a tiny probe (found here, not as every
+    experiment's crash, each one a unit of budget spent)."""
+    fix = (
+        "give the absolute path of a Python interpreter (3.9 or newer) the command's `python` means "
+        "(e.g. /home/me/venv/bin/python), or leave it out for the server's"
+    )
+    if not (Path(python).is_absolute() and os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise ResearchError(f"{toml}: python: {python} is not an executable file; {fix}", kind="bad_argument")
+    try:
+        probe = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        )
+        words = probe.stdout.decode("ascii", "replace").split()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = (
+            f"it did not answer within {PROBE_TIMEOUT_S:g} s"
+            if isinstance(exc, subprocess.TimeoutExpired)
+            else str(exc)
+        )
+        raise ResearchError(
+            f"{toml}: python: {python} is not a Python interpreter ({problem}); {fix}", kind="bad_argument"
+        ) from None
+    version = tuple(int(w) for w in words[1:3] if w.isdigit())
+    if probe.returncode != 0 or words[:1] != ["python"] or len(version) != 2:
+        raise ResearchError(
+            f"{toml}: python: {python} is not a Python interpreter (it could not run `{_PROBE}`); {fix}",
+            kind="bad_argument",
+        )
+    if version < OLDEST_PYTHON:
+        raise ResearchError(
+            f"{toml}: python: {python} is Python {version[0]}.{version[1]}; {fix}", kind="bad_argument"
+        )
+
+
+def _check_own_file(toml: Path, folder: Path, file: str) -> None:
+    """An `edit` file is the folder's own: no link on the way to it, and inside the folder once resolved
+    (an edit shown to the model, and written back by `apply`, would otherwise be a file elsewhere)."""
+    place = folder
+    for part in PurePosixPath(file).parts:
+        place = place / part
+        if place.is_symlink():
+            raise ResearchError(
+                f"{toml}: edit: {file!r} goes through the link {place.relative_to(folder)}; list the folder's "
+                "own files, not links (copy the file into the folder)",
+                kind="bad_argument",
+            )
+    if not Path(os.path.realpath(folder / file)).is_relative_to(folder):
+        raise ResearchError(f"{toml}: edit: {file!r} resolves outside the folder", kind="bad_argument")
+
+
+def _check_read(toml: Path, entry: str, read: Path, store: Path | None) -> None:
+    """A declared read holds none of the places no script may read: the root, the home directory of the
+    server's user, the server's data directory (its default database, transcripts) or its database."""
+    real = Path(os.path.realpath(read))
+    places = {
+        "the root of the file system": Path("/"),
+        "the server's home directory": Path.home(),
+        "the server's data directory": data_dir_path(),
+    }
+    if store is not None:
+        places["the server's database"] = store
+    for what, place in places.items():
+        if Path(os.path.realpath(place)).is_relative_to(real):
+            raise ResearchError(
+                f"{toml}: reads: {entry!r} holds {what} ({place}); declare the files or directories the "
+                "script reads, below it",
+                kind="bad_argument",
+            )

@@ -39,6 +39,7 @@ METRIC_LINE = re.compile(
     re.IGNORECASE,
 )
 HARNESS_MARGIN_S = 15.0  # the harness's own work around the script, inside the runner's wall limit
+MAX_FILES = 100_000  # entries a script may create in its working directory, beside the folder laid out
 
 
 def params_model(spec: FolderSpec) -> type[BaseModel]:
@@ -92,6 +93,7 @@ class FolderTask(Task):
     metric and params model, as the built-in tasks do)."""
 
     folder: Path
+    store: Path | None = None  # the server's database, which no declared read may hold
     sandbox_entries = (ENTRY,)
 
     def __init__(self, settings: dict[str, Any]) -> None:
@@ -99,7 +101,7 @@ class FolderTask(Task):
 
     @property
     def loaded(self) -> TaskFolder:
-        return _load(self.folder)
+        return _load(self.folder, self.store)
 
     def options(self) -> dict[str, Any]:
         task = self.loaded.spec.task
@@ -112,7 +114,7 @@ class FolderTask(Task):
             output_bytes=64_000,
             file_mb=1024,
             disk_mb=4096,
-            max_files=100_000,
+            max_files=MAX_FILES,
             processes=64 + 4 * task.threads,
             new_processes=task.processes,
         )
@@ -256,14 +258,14 @@ class ScriptReport(BaseModel):
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: Path, stamp: tuple[float, ...]) -> TaskFolder:
-    return load_folder(path)
+def _load_cached(path: Path, store: Path | None, stamp: tuple[float, ...]) -> TaskFolder:
+    return load_folder(path, store)
 
 
-def _load(path: Path) -> TaskFolder:
+def _load(path: Path, store: Path | None) -> TaskFolder:
     """The folder as it is now: read again when its autoresearch.toml or an edit file changed."""
-    loaded = _load_cached(path, _stamp(path, ()))
-    return _load_cached(path, _stamp(path, [name for name, _ in loaded.originals]))
+    loaded = _load_cached(path, store, _stamp(path, ()))
+    return _load_cached(path, store, _stamp(path, [name for name, _ in loaded.originals]))
 
 
 def _stamp(path: Path, files: list[str]) -> tuple[float, ...]:
@@ -276,9 +278,10 @@ def _stamp(path: Path, files: list[str]) -> tuple[float, ...]:
     return tuple(stamps)
 
 
-def folder_task_class(folder: Path | str) -> type[FolderTask]:
-    """A Task class for the folder (its autoresearch.toml is read and checked here)."""
-    loaded = load_folder(folder)
+def folder_task_class(folder: Path | str, store: Path | None = None) -> type[FolderTask]:
+    """A Task class for the folder (its autoresearch.toml is read and checked here, against the server's
+    database `store`)."""
+    loaded = load_folder(folder, store)
     spec = loaded.spec
     title = spec.task.description.split(". ")[0].strip().rstrip(".") or f"Your task {spec.task.name}"
     return type(
@@ -292,6 +295,7 @@ def folder_task_class(folder: Path | str) -> type[FolderTask]:
             "params_model": params_model(spec),
             "experiment_tool": "run_experiment" if spec.work == "params" else "run_benchmark",
             "folder": loaded.path,
+            "store": store,
             "sandbox_entries": (),  # admitted once, by FolderTask itself
         },
     )
