@@ -251,7 +251,9 @@ def test_without_seccomp_a_run_says_so_and_new_processes_are_not_refused(
     result = attack(source)
     assert returned(result) == "forked"
     assert "new processes NOT refused (no seccomp here)" in result.isolation
-    assert any(line.startswith("Unix, netlink, packet and vsock sockets, keyrings") for line in result.isolation)
+    assert any(
+        line.startswith("Unix, netlink, packet and vsock sockets, keyrings") for line in result.isolation
+    )
 
 
 def test_the_server_says_once_at_start_what_it_cannot_enforce(
