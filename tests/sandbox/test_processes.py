@@ -197,12 +197,9 @@ def test_the_cpu_time_of_everything_a_candidate_starts_is_counted_in_its_cgroup(
     assert result.candidate_cpu_s is not None and result.candidate_cpu_s >= 0.75
 
 
-@needs_cgroup
-def test_what_a_fork_leaves_running_is_killed_before_the_next_fork_which_counts_only_its_own_cpu(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # The harness's side, run here: a first fork leaves a process burning CPU in its own session; the
-    # next fork, started at once, finds itself alone in the candidate cgroup, and its CPU time is its own.
+def fork_after_a_burner(monkeypatch: pytest.MonkeyPatch) -> tuple[isolate.Isolated, isolate.Isolated]:
+    """The harness's side, run here: a first fork leaves a process burning CPU in its own session, and
+    a next fork, started at once, says who is in the candidate cgroup with it."""
     group = EvaluationCgroup(cgroups.cgroup_support(), 256 * 2**20, 64)
     try:
         monkeypatch.setattr(candidate.Setup, "group", candidate.CandidateGroup(group.candidate_spec()))
@@ -226,8 +223,22 @@ def test_what_a_fork_leaves_running_is_killed_before_the_next_fork_which_counts_
     finally:
         group.remove()
     assert first.messages[1].message == {"left": True}
+    return first, second
+
+
+@needs_cgroup
+def test_what_a_fork_leaves_running_is_killed_before_the_next_fork_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, second = fork_after_a_burner(monkeypatch)
     seen = second.messages[1].message
-    assert seen["in_cgroup"] == [seen["me"]]
+    assert seen["in_cgroup"] == [seen["me"]]  # alone in the candidate cgroup: the burner is gone
+
+
+@pytest.mark.slow  # a measured CPU time: the default suite asserts no timing
+@needs_cgroup
+def test_the_next_fork_counts_only_its_own_cpu_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, second = fork_after_a_burner(monkeypatch)
     assert second.cpu_s is not None and second.cpu_s < 0.2  # no burner's time in it
 
 

@@ -5,6 +5,8 @@ never runs in.
 """
 
 import json
+import math
+import statistics
 import textwrap
 from typing import Any
 
@@ -71,7 +73,10 @@ def test_an_escaped_candidate_that_patches_every_clock_in_its_process_is_timed_h
     )
     outcome = benchmark(source)
     assert outcome.status == "ok", outcome
-    assert outcome.metrics["time_ms"] > 0.2 and outcome.metric < 20
+    # Patched clocks would read 0 for every call, a patched median 1e-9 (0 at the metric's 4 decimals):
+    # the times are the harness's own, and the time reported is their median.
+    assert min(outcome.samples) > 0 and math.isfinite(outcome.metric or math.inf)
+    assert outcome.metrics["time_ms"] == pytest.approx(statistics.median(outcome.samples), abs=1e-4)
 
 
 def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing() -> None:
@@ -99,18 +104,15 @@ def test_precomputing_later_calls_during_the_untimed_warm_up_call_gains_nothing(
             if not _CACHE:
                 _precompute()
             answer = _CACHE.get(repr(records[:3]))
-            return answer if answer is not None else _reference(records)
+            if answer is not None:  # answered from the cache: marked, so that the check says so
+                return {**answer, "from_the_cache": True}
+            return _reference(records)
         """
     )
-    honest = benchmark(REFERENCE_SOURCE)
     outcome = benchmark(source)
-    assert honest.status == outcome.status == "ok", outcome
-    # Every call starts from nothing: the "cache" gains nothing. Judged against the reference timed beside
-    # it in the same run (a working cache answers in microseconds: a speedup in the hundreds); two runs'
-    # own times, taken apart, move with the machine's load (12.7 against 5.5 ms once, in CI). Even the
-    # paired ratio read 1.56 (interval 0.53-1.93) on 2 cores shared with a model server: 3 leaves that
-    # noise room and still fails a cache by two orders of magnitude.
-    assert outcome.metrics["speedup"] < 3 and honest.metrics["speedup"] < 3, (honest, outcome)
+    # Every call starts from nothing: had one call been answered from the cache, its output would carry
+    # the mark and the run would be "incorrect". (A measured speedup, taken before, moved with the load.)
+    assert outcome.status == "ok", outcome
 
 
 @pytest.mark.skipif(landlock_abi() < 6, reason="signal scoping needs Landlock ABI 6")
