@@ -18,6 +18,8 @@ from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks import registry
 from isolation_gate import pytest_runtest_makereport  # noqa: F401  (CI: a missing layer fails)
 
+pytest_plugins = ["pytester"]  # tests/sandbox/test_isolation_gate.py runs pytest on a file of its own
+
 if TYPE_CHECKING:
     import argparse
 
@@ -34,8 +36,8 @@ COVTYPE_20K = Path(
     or ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
 )
 TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 2_000, 7
-pytest_plugins = ["pytester"]  # tests/sandbox/test_isolation_gate.py runs pytest on a file of its own
 NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
+
 
 # The built-in tasks (and installed plugins) load once, here, with no plugin module named by the
 # developer's environment: otherwise the first test of a worker to list the tasks would load them under
@@ -83,7 +85,10 @@ def plugged_in(module: str) -> Iterator[ModuleType]:
 
 
 @pytest.fixture(autouse=True)
-def isolated_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def isolated_data_dir(
+    nothing_left_registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    # nothing_left_registered first: set up before `monkeypatch`, it checks after monkeypatch's undo.
     data = tmp_path / "data"
     for name in [n for n in os.environ if n.startswith("AUTORESEARCH_")]:  # nothing of the user's
         monkeypatch.delenv(name)

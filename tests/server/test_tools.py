@@ -2,6 +2,7 @@
 
 import json
 import sqlite3
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,15 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from pydantic import BaseModel
 
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.tasks import registry
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome
+from toy_task import ToyTask
 
 pytestmark = pytest.mark.asyncio
 
@@ -231,29 +236,43 @@ async def test_the_autoresearch_prompt_gives_goal_tools_rules_and_stop_condition
     assert "n_estimators (int >=10 <=1000, default 100)" in text
 
 
-async def test_summary_and_history_are_answered_while_an_experiment_runs(settings):
-    async with connected(settings) as client:
-        await call(client, "start_run", {"task": "toy-quadratic", "budget": 3})
-        await call(client, "run_experiment", {"params": {"x": 1.0}})
-        done = anyio.Event()
-        timings: dict[str, float] = {}
+class HeldToyTask(ToyTask):
+    """The toy task, whose experiments wait until the test lets them finish."""
 
-        async def slow_experiment() -> None:
-            start = anyio.current_time()
-            await call(client, "run_experiment", {"params": {"x": 0.0, "sleep": 3.0}})
-            timings["experiment"] = anyio.current_time() - start
+    name = "toy-held"
+    release = threading.Event()
+
+    def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
+        assert self.release.wait(timeout=120), "the test never let the experiment finish"
+        return super().execute(params, source, ctx)
+
+
+async def test_summary_and_history_are_answered_while_an_experiment_runs(settings, monkeypatch):
+    monkeypatch.setitem(registry._REGISTRY, HeldToyTask.name, HeldToyTask)
+    monkeypatch.setattr(HeldToyTask, "release", threading.Event())
+    async with connected(settings) as client:
+        await call(client, "start_run", {"task": HeldToyTask.name, "budget": 3})
+        HeldToyTask.release.set()
+        await call(client, "run_experiment", {"params": {"x": 1.0}})
+        HeldToyTask.release.clear()
+        done = anyio.Event()
+
+        async def held_experiment() -> None:
+            await call(client, "run_experiment", {"params": {"x": 0.0}})
             done.set()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(slow_experiment)
-            await anyio.sleep(0.5)
-            start = anyio.current_time()
-            summary = (await call(client, "get_run_summary"))["summary"]
+            tg.start_soon(held_experiment)
+            with anyio.fail_after(60):
+                while "#2 running" not in (summary := (await call(client, "get_run_summary"))["summary"]):
+                    await anyio.sleep(0.02)
             history = await call(client, "get_experiment_history")
-            timings["reads"] = anyio.current_time() - start
+            # Answered while the experiment is held: nothing waited for it.
             assert not done.is_set()
-        assert "#2 running" in summary and history["total"] == 2
-        assert timings["reads"] < 1.0 < timings["experiment"]
+            HeldToyTask.release.set()
+        assert done.is_set()
+    assert "#2 running" in summary and history["total"] == 2
+    assert [e["status"] for e in history["experiments"]] == ["ok", "running"]
 
 
 async def test_a_legacy_session_keeps_using_the_run_it_started(settings):
