@@ -12,6 +12,7 @@ from mcp.server.auth.settings import AuthSettings
 
 from autoresearch_mcp import __version__
 from autoresearch_mcp.server import completions, program, resources
+from autoresearch_mcp.server.listen import BoundedListen
 from autoresearch_mcp.server.notify import Notifier
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tools.connection import RunResolver
@@ -50,7 +51,10 @@ def build_server(
         middleware=[notifier.middleware],
     )
     notifier.serve_handshake_methods(mcp)
-    register_tools(mcp, research, RunResolver(research.runs))
+    BoundedListen(notifier.bus).install(mcp)
+    # One token shared by every client cannot tell one client's handshake session from another's: whoever
+    # learns a session id could use it, so with a token no run is remembered for a session.
+    register_tools(mcp, research, RunResolver(research.runs, remember=token_verifier is None))
     focus = None if tools_for is None else research.tasks(tools_for)
     if focus is not None:
         focus_on(mcp, research, focus)

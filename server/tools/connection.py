@@ -7,7 +7,10 @@ or an HTTP session of the handshake protocol, whose session id the SDK issues an
 credential that opened it). Never by a header: on the 2026-07-28 protocol the SDK does not check
 `mcp-session-id`, so a client could send another's and read or redirect that client's run. A call on
 that protocol has no session and never inherits one. One run is remembered per live connection and
-forgotten with it, so no number of calls can push another connection's out.
+forgotten with it, so no number of calls can push another connection's out. Where the credential
+cannot tell clients apart (one bearer token shared by a team), a handshake session id is all that
+stands between one client and another's session, so none is remembered (`remember=False`): a call's
+run is its run_id, else the only running run.
 """
 
 import threading
@@ -20,8 +23,9 @@ from autoresearch_mcp.server.runs import RunService
 
 
 class RunResolver:
-    def __init__(self, runs: RunService) -> None:
+    def __init__(self, runs: RunService, *, remember: bool = True) -> None:
         self.runs = runs
+        self.remembers = remember
         # id(initialize params) -> (a weak reference to them, the run); the entry goes when they do
         self._runs: dict[int, tuple[weakref.ref[object], str]] = {}
         self._lock = threading.Lock()
@@ -36,7 +40,7 @@ class RunResolver:
 
     def remember(self, ctx: Context, run_id: str) -> None:
         params = ctx.session.client_params
-        if params is None:
+        if params is None or not self.remembers:
             return
         key = id(params)
         with self._lock:

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from test_http import TOKEN, http_server, server_env
 
 from autoresearch_mcp.server.http import build_http_app, uvicorn_config
+from autoresearch_mcp.server.listen import MAX_STREAMS_PER_CLIENT
 from autoresearch_mcp.server.notify import MAX_SUBSCRIPTIONS, MAX_URI_CHARS
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
@@ -66,7 +67,6 @@ async def test_a_forged_session_id_neither_reads_nor_redirects_another_clients_r
         async with legacy_client(port, seen) as victim, legacy_client(port) as other:
             mine = (await result_of(victim, "start_run", {"task": "toy-quadratic"}))["run_id"]
             await result_of(other, "start_run", {"task": "toy-quadratic"})  # two running
-            assert (await result_of(victim, "get_run_summary", {}))["run_id"] == mine
             # Another token holder sends the victim's session id on the 2026-07-28 protocol.
             forged = {"Authorization": f"Bearer {TOKEN}", "mcp-session-id": seen["session"]}
             async with (
@@ -76,8 +76,53 @@ async def test_a_forged_session_id_neither_reads_nor_redirects_another_clients_r
                 assert await result_of(attacker, "get_run_summary", {}) == {"refused": "ambiguous_run"}
                 theirs = (await result_of(attacker, "start_run", {"task": "toy-quadratic"}))["run_id"]
                 assert await result_of(attacker, "add_note", {"text": "mine"}) == {"refused": "ambiguous_run"}
-            note = await result_of(victim, "add_note", {"text": "the victim's note"})
+            note = await result_of(victim, "add_note", {"text": "the victim's note", "run_id": mine})
             assert note["run_id"] == mine != theirs
+
+
+async def legacy_call(
+    port: int, session: str, version: str, tool: str, args: dict[str, Any]
+) -> dict[str, Any]:
+    """tools/call on the handshake protocol, in the handshake session `session`, as any holder of the
+    token can send it: what the tool answered (`refused`: its refusal's kind)."""
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "mcp-session-id": session,
+        "mcp-protocol-version": version,
+        "Accept": "application/json, text/event-stream",
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        response = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    text = response.text
+    data = json.loads(text if text.lstrip().startswith("{") else text.split("data: ", 1)[1].split("\n")[0])
+    result = data["result"]
+    if result.get("isError"):
+        return {"refused": result["_meta"]["autoresearch/refusal"]["kind"]}
+    return result["structuredContent"]
+
+
+@pytest.mark.asyncio
+async def test_with_a_shared_token_a_stolen_handshake_session_neither_plants_notes_nor_starts_runs_for_its_owner(
+    tmp_path: Path, covtype_csv: Path
+):
+    # On main the session remembered its run: whoever sent the victim's session id with the team's token
+    # wrote notes into the victim's run, and a run it started there became the victim's default.
+    with http_server(tmp_path / "runs.db", covtype_csv, tmp_path / "data", "--token", TOKEN) as port:
+        seen: dict[str, str] = {}
+        async with legacy_client(port, seen) as victim, legacy_client(port) as other:
+            mine = (await result_of(victim, "start_run", {"task": "toy-quadratic"}))["run_id"]
+            await result_of(other, "start_run", {"task": "toy-quadratic"})  # two running
+            version = str(victim.session.protocol_version)
+            stolen = await legacy_call(port, seen["session"], version, "add_note", {"text": "planted"})
+            assert stolen == {"refused": "ambiguous_run"}
+            theirs = await legacy_call(port, seen["session"], version, "start_run", {"task": "toy-quadratic"})
+            assert (await result_of(victim, "add_note", {"text": "the victim's own"})) == {
+                "refused": "ambiguous_run"
+            }
+            notes = (await result_of(victim, "get_run_summary", {"run_id": mine}))["summary"]
+    assert "planted" not in notes and theirs["run_id"] != mine
 
 
 class InitializeParams:
@@ -120,6 +165,33 @@ async def test_subscriptions_of_one_connection_are_bounded_in_number_and_length(
             await subscribe(client, "autoresearch://runs/one-too-many/summary")
             with pytest.raises(MCPError, match=f"at most {MAX_URI_CHARS} characters"):
                 await subscribe(client, "autoresearch://" + "x" * MAX_URI_CHARS)
+
+
+@pytest.mark.asyncio
+async def test_listen_streams_are_bounded_in_uris_their_length_and_number_per_client(
+    tmp_path: Path, covtype_csv: Path
+):
+    # On main a 2026-07-28 client listened to 300 URIs of 3,031 characters, on as many streams as it liked.
+    with http_server(tmp_path / "runs.db", covtype_csv, tmp_path / "data", "--token", TOKEN) as port:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http,
+            Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+        ):
+            uris = [f"autoresearch://runs/r-{i:010d}/summary" for i in range(MAX_SUBSCRIPTIONS)]
+            with pytest.raises(MCPError, match=f"at most {MAX_SUBSCRIPTIONS} resource URIs"):
+                async with client.listen(resource_subscriptions=[*uris, "autoresearch://runs/one-more"]):
+                    pass
+            with pytest.raises(MCPError, match=f"URIs of at most {MAX_URI_CHARS} characters"):
+                async with client.listen(resource_subscriptions=["autoresearch://" + "x" * MAX_URI_CHARS]):
+                    pass
+            async with AsyncExitStack() as streams:
+                for _ in range(MAX_STREAMS_PER_CLIENT):
+                    await streams.enter_async_context(client.listen(resource_subscriptions=uris))
+                with pytest.raises(MCPError, match="close one first"):
+                    async with client.listen(resources_list_changed=True):
+                        pass
+            async with client.listen(resource_subscriptions=uris) as again:  # the others closed: room again
+                assert again.honored.resource_subscriptions == uris
 
 
 async def subscribe(client: Client, uri: str) -> None:
