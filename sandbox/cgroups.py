@@ -153,6 +153,9 @@ class EvaluationCgroup:
             for directory in (root / self.name, root / self.name / "harness", root / self.name / "candidate"):
                 directory.mkdir()
                 self.made.append(directory)
+                # Only the server's user may enter it: untrusted code (another user, identity.py) reads no
+                # run's processes or limits, its own or another server's.
+                directory.chmod(0o700)
         memory, candidate = str(self.memory_bytes), self._dir("memory", "candidate")
         if self.support.version == "v2":
             (self._dir("")).joinpath("cgroup.subtree_control").write_text("+memory +pids")

@@ -57,10 +57,12 @@ _SCOPE_ALL = 1 | 2  # abstract unix sockets, signals (ABI 6)
 _CLONE_NEWNS = 0x00020000
 _MS_RDONLY, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 1, 32, 4096, 16384, 1 << 18
 _MS_LOCKED = 2 | 4 | 8  # nosuid, nodev, noexec: as statvfs reports them, kept on a remount
-# What Python, native libraries and CPU-count probes read; nothing here holds a user's data.
+# What Python, native libraries and CPU-count probes read; nothing here holds a user's data. Not
+# /sys/fs/cgroup: other runs' and other servers' evaluation cgroups there say their PIDs and limits (the
+# harness reads its own candidate leaf: `read_roots`).
 _SYSTEM_READ_PATHS = (
     *("/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/localtime", "/dev/null", "/dev/urandom"),
-    *("/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu", "/sys/fs/cgroup"),
+    *("/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu"),
 )
 
 
@@ -171,10 +173,13 @@ def confine_fork(writable: Path | None) -> bool:
 
 def read_roots(extra: Iterable[str | Path] = ()) -> list[str]:
     """What untrusted code may read (and execute): the working directory, the Python installation, the
-    sandbox package, system libraries and `extra`."""
+    sandbox package, system libraries and `extra`; and the files the harness reads itself after it
+    confined itself (its candidate leaf's process list, closed to the sandbox's user by its mode)."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path}
     roots |= {str(Path(__file__).resolve().parent), os.getcwd(), "/proc/self", *_SYSTEM_READ_PATHS}
     roots |= {str(path) for path in extra}
+    if candidate.Setup.group is not None:  # the harness lists its candidate leaf afresh (candidate.py)
+        roots |= set(candidate.Setup.group.procs)
     return sorted(root for root in roots if root)
 
 

