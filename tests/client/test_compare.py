@@ -15,6 +15,7 @@ from autoresearch_mcp.client.compare_results import crossover, run_record, summa
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.contract.models import Run
 from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
+from toy_task import ToyParams
 
 ROW_FIELDS = {
     "iteration",
@@ -38,15 +39,17 @@ def server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
 
 
 def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_figure(
-    tmp_path: Path, server_env: None
+    tmp_path: Path, agent_server_env: None
 ):
+    # The toy task: what compare writes does not depend on the task (the HPO runs' share of the cores
+    # is the slow test's below), and its experiments take milliseconds where XGBoost's take seconds.
     out = tmp_path / "out"
-    args = "compare --task hpo-covertype --llm scripted --iterations 2 --seeds 42 --parallel --out"
+    args = "compare --task toy-quadratic --llm scripted --iterations 2 --seeds 42 --parallel --out"
     code = main([*args.split(), str(out)])
     assert code == 0
 
     results = json.loads((out / "results.json").read_text())
-    assert results["task"] == "hpo-covertype" and results["iterations"] == 2 and results["seeds"] == [42]
+    assert results["task"] == "toy-quadratic" and results["iterations"] == 2 and results["seeds"] == [42]
     assert results["llm"].startswith("scripted (deterministic test double")
     # The sampling settings are the same for both modes, and on record.
     assert results["sampling"] == {
@@ -58,7 +61,7 @@ def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_f
     assert results["max_failures"] == 5 and results["first"] == "defaults"
     with sqlite3.connect(out / "runs.db") as db:
         firsts = db.execute("SELECT params_json, note FROM experiments WHERE iteration = 1").fetchall()
-    defaults = HPOParams().model_dump()
+    defaults = ToyParams().model_dump()
     assert [(json.loads(params), note) for params, note in firsts] == [
         (defaults, "the defaults (--first defaults)")
     ] * 3
@@ -95,22 +98,12 @@ def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_f
     assert set(summary["cost_ratio"]) == {"stateless", "stateless-strong"}
     assert summary["stateless"]["llm_calls_per_experiment"] == 0.5  # one call: #1 was the defaults
 
-    # --parallel shares the cores: each mode's trainings get half (XGBoost teams that outnumber the
-    # cores spin-wait for each other); the runs recorded it.
-    threads = max(1, (os.cpu_count() or 1) // 3)
-    assert results["parallel"] is True and results["hpo_threads"] == threads
-    conn = sqlite3.connect(out / "runs.db")
-    try:
-        configs = [json.loads(row[0]) for row in conn.execute("SELECT config_json FROM runs")]
-    finally:
-        conn.close()
-    assert [c["options"]["limits"]["threads"] for c in configs] == [threads] * 3
+    assert results["parallel"] is True
 
     table = (out / "table.md").read_text()
     assert "| context tokens (paper's measure) |" in table and "scripted (deterministic test double" in table
     assert "| billed tokens (cl100k_base: no provider reported usage) |" in table
     assert "| USD on Claude Haiku 4.5 (the paper's model), cached by its rules |" in table
-    assert f"{threads} training thread(s) each" in table
     # #1 was the defaults, asked of no model: the first context figure is the first call's, not #1's 0.
     (firsts,) = [line for line in table.splitlines() if line.startswith("| context tokens per iteration")]
     assert firsts.startswith("| context tokens per iteration, first call / last |")
@@ -126,6 +119,27 @@ def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_f
     ]
     with gzip.open(out / "transcripts" / "stateful-42.jsonl.gz", "rt") as packed:
         assert packed.read() == (out / "transcripts" / "stateful-42.jsonl").read_text()
+
+
+@pytest.mark.slow  # six XGBoost trainings; what compare writes is the toy-task test's above
+def test_compare_in_parallel_gives_each_modes_trainings_its_share_of_the_cores(
+    tmp_path: Path, server_env: None
+):
+    out = tmp_path / "out"
+    args = "compare --task hpo-covertype --llm scripted --iterations 2 --seeds 42 --parallel --out"
+    assert main([*args.split(), str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    with sqlite3.connect(out / "runs.db") as db:
+        firsts = db.execute("SELECT params_json FROM experiments WHERE iteration = 1").fetchall()
+        configs = [json.loads(row[0]) for row in db.execute("SELECT config_json FROM runs")]
+    assert [json.loads(params) for (params,) in firsts] == [HPOParams().model_dump()] * 3
+    assert all(run["totals"]["experiments"] == 2 for run in results["runs"])
+    # --parallel shares the cores: each mode's trainings get a third (XGBoost teams that outnumber the
+    # cores spin-wait for each other); the runs recorded it.
+    threads = max(1, (os.cpu_count() or 1) // 3)
+    assert results["parallel"] is True and results["hpo_threads"] == threads
+    assert [c["options"]["limits"]["threads"] for c in configs] == [threads] * 3
+    assert f"{threads} training thread(s) each" in (out / "table.md").read_text()
 
 
 def _run(mode: str, full: list[int], experiments: int | None = None, cacheable: int = 0) -> dict[str, Any]:

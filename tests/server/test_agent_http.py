@@ -21,7 +21,8 @@ async def test_the_agent_drives_a_run_on_an_http_server_that_requires_a_token(
 ):
     with http_server(tmp_path / "team.db", covtype_csv, isolated_data_dir, "--token", TOKEN) as port:
         url = f"http://127.0.0.1:{port}/mcp"
-        base = ["run", "--server-url", url, "--task", "hpo-covertype", "--llm", "scripted", "--quiet"]
+        # The toy task: the transport and the token are the point here, and it runs in milliseconds.
+        base = ["run", "--server-url", url, "--task", "toy-quadratic", "--llm", "scripted", "--quiet"]
         args = build_parser().parse_args([*base, "--token", TOKEN, "--iterations", "1"])
         result = await run_session(args, mode="stateful", seed=3, transcript=tmp_path / "t.jsonl")
         assert result.stop_reason == "budget" and result.experiments == 1

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.http import build_http_app
 from autoresearch_mcp.server.settings import ServerSettings
-from conftest import TESTS_DIR
+from conftest import TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS, TESTS_DIR
 
 TOKEN = "test-token-0123456789abcdef"
 INITIALIZE = {
@@ -37,12 +37,18 @@ INITIALIZE = {
 
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server a test spawns: none of the developer's AUTORESEARCH_* variables, the
+    toy task, and the suite's small sizes (conftest): one XGBoost thread, whose spare threads would
+    otherwise spin on a busy machine."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AUTORESEARCH_")}
     env.update(
         AUTORESEARCH_TASK_PLUGINS="toy_task",
         PYTHONPATH=str(TESTS_DIR),
         AUTORESEARCH_DATA_DIR=str(data_dir),
         AUTORESEARCH_LOG_LEVEL="WARNING",
+        AUTORESEARCH_CODEOPT_RECORDS=str(TEST_CODEOPT_RECORDS),
+        AUTORESEARCH_CODEOPT_REPEATS=str(TEST_CODEOPT_REPEATS),
+        AUTORESEARCH_HPO_THREADS="1",
         **extra,
     )
     return env
