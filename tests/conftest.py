@@ -2,6 +2,7 @@
 
 import importlib
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -100,6 +101,16 @@ def isolated_data_dir(
     monkeypatch.setenv("AUTORESEARCH_CODEOPT_REPEATS", str(TEST_CODEOPT_REPEATS))
     monkeypatch.setenv("AUTORESEARCH_HPO_THREADS", "1")
     yield data
+
+
+@contextmanager
+def unused_port() -> Iterator[int]:
+    """A loopback port nothing listens on, for as long as the block runs: bound here and never listening,
+    so a connection to it is refused, and no other process (a parallel worker's server) can take it, as
+    it could a port found free and closed again."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
 
 
 @pytest.fixture

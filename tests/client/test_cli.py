@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch_mcp.cli import build_parser, main
+from conftest import unused_port
 
 
 def cli(
@@ -34,14 +34,17 @@ def cli(
     )
 
 
-def cli_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
-    """The same command in this process, for what is decided before any server or model starts (a
-    second of start-up saved per call): main's exit status and what it printed."""
+def cli_here(capture: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
+    """The same command in this process (the client's imports, about two CPU seconds, saved per call):
+    main's exit status and what it printed. With `capfd`, what the server it spawns writes to the same
+    stdout and stderr is in it too, as a subprocess's would be; `capsys` suits what is decided before
+    any server or model starts."""
+    capture.readouterr()  # only this command's output
     try:
         code = main(list(args))
     except SystemExit as exc:  # argparse's errors and --help
         code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
+    out, err = capture.readouterr()
     return subprocess.CompletedProcess(["autoresearch-mcp", *args], code, out, err)
 
 
@@ -54,14 +57,13 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+RUN = ("run", "--task", "toy-quadratic", "--llm", "scripted")
 
 
-def test_an_unknown_task_is_one_line_naming_the_known_ones(tmp_path: Path):
-    line = one_line_error(cli("run", "--task", "nope", "--llm", "scripted", "--db", str(tmp_path / "r.db")))
+def test_an_unknown_task_is_one_line_naming_the_known_ones(tmp_path: Path, capfd):
+    line = one_line_error(
+        cli_here(capfd, "run", "--task", "nope", "--llm", "scripted", "--db", str(tmp_path / "r.db"))
+    )
     assert "unknown task 'nope'" in line and "hpo-covertype" in line and "codeopt-records" in line
 
 
@@ -87,10 +89,10 @@ def test_a_bad_token_budget_is_one_line_before_anything_starts(
     assert not (tmp_path / "r.db").exists() and not (tmp_path / "out").exists()
 
 
-def test_a_refused_start_run_is_one_line(tmp_path: Path, agent_server_env: None):
+def test_a_refused_start_run_is_one_line(tmp_path: Path, agent_server_env: None, capfd):
     # A name past start_run's 100 characters passes argparse but not the tool's schema.
     db = str(tmp_path / "r.db")
-    result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--name", "n" * 150, "--db", db)
+    result = cli_here(capfd, *RUN, "--name", "n" * 150, "--db", db)
     line = one_line_error(result)
     assert line.startswith("autoresearch-mcp: start_run refused: name:") and "100 characters" in line
 
@@ -120,16 +122,17 @@ def test_the_openai_backend_without_endpoint_or_key_is_one_line(tmp_path: Path, 
     assert not (tmp_path / "r.db").exists()
 
 
-def test_an_openai_endpoint_that_is_not_there_is_one_line_and_no_run(tmp_path: Path):
-    url = f"http://127.0.0.1:{free_port()}/v1"
-    line = one_line_error(cli("run", "--llm", "openai", "--base-url", url, "--db", str(tmp_path / "r.db")))
-    assert "cannot reach" in line and "127.0.0.1" in line and "--base-url" in line
-    assert not (tmp_path / "r.db").exists()
-    # compare too: one line, and no "coroutine was never awaited" after it for the modes not reached
-    out = tmp_path / "out"
-    line = one_line_error(
-        cli("compare", "--llm", "openai", "--base-url", url, "--seeds", "1", "--out", str(out))
-    )
+def test_an_openai_endpoint_that_is_not_there_is_one_line_and_no_run(tmp_path: Path, capfd):
+    with unused_port() as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        db = str(tmp_path / "r.db")
+        line = one_line_error(cli_here(capfd, "run", "--llm", "openai", "--base-url", url, "--db", db))
+        assert "cannot reach" in line and "127.0.0.1" in line and "--base-url" in line
+        assert not (tmp_path / "r.db").exists()
+        # compare too: one line, and no "coroutine was never awaited" after it for the modes not reached
+        out = str(tmp_path / "out")
+        compare = ("compare", "--llm", "openai", "--base-url", url, "--seeds", "1", "--out", out)
+        line = one_line_error(cli_here(capfd, *compare))
     assert "cannot reach" in line
 
 
@@ -145,14 +148,15 @@ def test_show_and_export_without_a_database_are_one_line(tmp_path: Path, capsys)
     assert not (tmp_path / "none.db").exists()  # looking does not create it
 
 
-def test_resuming_an_unknown_or_finished_run_is_one_line(tmp_path: Path, agent_server_env: None):
+def test_resuming_an_unknown_or_finished_run_is_one_line(tmp_path: Path, agent_server_env: None, capfd):
     db = tmp_path / "r.db"
-    line = one_line_error(cli("run", "--run-id", "r-0000000000", "--llm", "scripted", "--db", str(db)))
+    resume = ("run", "--llm", "scripted", "--db", str(db), "--run-id")
+    line = one_line_error(cli_here(capfd, *resume, "r-0000000000"))
     assert "no run r-0000000000" in line
-    done = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "1", "--db", str(db))
+    done = cli_here(capfd, *RUN, "--budget", "1", "--db", str(db))
     assert done.returncode == 0, done.stderr
     run_id = sqlite3.connect(db).execute("SELECT id FROM runs").fetchone()[0]
-    line = one_line_error(cli("run", "--run-id", run_id, "--llm", "scripted", "--db", str(db)))
+    line = one_line_error(cli_here(capfd, *resume, run_id))
     assert f"run {run_id} is exhausted" in line
 
 
@@ -204,12 +208,7 @@ def test_runs_show_export_and_tasks_read_what_a_run_stored(
     tmp_path: Path, agent_server_env: None, capsys: pytest.CaptureFixture[str]
 ):
     db = tmp_path / "r.db"
-    assert (
-        cli(
-            "run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "2", "--db", str(db)
-        ).returncode
-        == 0
-    )
+    assert cli_here(capsys, *RUN, "--budget", "2", "--db", str(db)).returncode == 0
     run_id, name = sqlite3.connect(db).execute("SELECT id, name FROM runs").fetchone()
     assert name.startswith("toy-quadratic stateful scripted 20")  # task, mode, backend, start time
 
@@ -249,30 +248,33 @@ def test_runs_on_a_database_that_does_not_exist_says_so_without_creating_it(tmp_
     assert not (tmp_path / "none.db").exists()
 
 
-def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(tmp_path: Path, agent_server_env: None):
+def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(
+    tmp_path: Path, agent_server_env: None, capfd
+):
     from autoresearch_mcp.server.research import Research
     from autoresearch_mcp.server.settings import ServerSettings
 
     db = tmp_path / "r.db"
     with Research(ServerSettings(db_path=db)) as research:
         run, _ = research.runs.start_run("toy-quadratic", 2, None, 7, "started elsewhere")
-    result = cli("run", "--run-id", run.id, "--llm", "scripted", "--db", str(db))
+    result = cli_here(capfd, "run", "--run-id", run.id, "--llm", "scripted", "--db", str(db))
     assert result.returncode == 0, result.stderr
     assert f"run {run.id} exhausted: budget used (2/2)" in result.stdout
     rows = sqlite3.connect(db).execute("SELECT COUNT(*), MIN(run_id) FROM experiments").fetchone()
     assert rows == (2, run.id)
 
 
-def test_reeval_seeds_is_a_run_and_compare_flag_passed_to_start_run(tmp_path: Path, agent_server_env: None):
+def test_reeval_seeds_is_a_run_and_compare_flag_passed_to_start_run(
+    tmp_path: Path, agent_server_env: None, capfd
+):
     parser = build_parser()
     assert parser.parse_args(["run"]).reeval_seeds == 0
     assert parser.parse_args(["compare", "--reeval-seeds", "2", "--out", "results"]).reeval_seeds == 2
     assert "--reeval-seeds is a whole number from 0 to 10" in one_line_error(
-        cli("run", "--reeval-seeds", "11")
+        cli_here(capfd, "run", "--reeval-seeds", "11")
     )
     db = tmp_path / "r.db"
-    args = ("run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "3", "--reeval-seeds", "1")
-    result = cli(*args, "--db", str(db))
+    result = cli_here(capfd, *RUN, "--budget", "3", "--reeval-seeds", "1", "--db", str(db))
     assert result.returncode == 0, result.stderr
     conn = sqlite3.connect(db)
     assert json.loads(conn.execute("SELECT config_json FROM runs").fetchone()[0])["reeval_seeds"] == 1

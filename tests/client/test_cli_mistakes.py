@@ -16,7 +16,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from test_cli import cli, free_port, one_line_error
+from test_cli import cli, one_line_error
 
 from autoresearch_mcp.cli import build_parser, main
 from autoresearch_mcp.client.connect import connect
@@ -26,7 +26,7 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
-from conftest import TESTS_DIR
+from conftest import TESTS_DIR, unused_port
 
 TOY = ("--task", "toy-quadratic", "--llm", "scripted")
 
@@ -183,11 +183,12 @@ def test_ctrl_c_marks_the_experiment_interrupted_uncharged_and_prints_the_comman
 # -- the backends and the server -------------------------------------------------------------------------
 def test_an_anthropic_api_that_cannot_be_reached_is_one_line_and_stores_nothing(tmp_path: Path):
     db = tmp_path / "r.db"
-    url = f"http://127.0.0.1:{free_port()}"
-    started = time.monotonic()
-    line = one_line_error(
-        cli("run", "--base-url", url, "--db", str(db), env={"ANTHROPIC_API_KEY": "sk-test"})
-    )
+    with unused_port() as port:
+        url = f"http://127.0.0.1:{port}"
+        started = time.monotonic()
+        line = one_line_error(
+            cli("run", "--base-url", url, "--db", str(db), env={"ANTHROPIC_API_KEY": "sk-test"})
+        )
     assert (
         line.startswith(f"autoresearch-mcp: cannot reach the Anthropic API at {url}")
         and "--llm scripted" in line

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, TESTS_DIR
+from conftest import ROOT, TESTS_DIR, unused_port
 
 EXAMPLES = ROOT / "examples"
 RUN_ID = re.compile(r"r-[0-9a-f]{10}")
@@ -308,10 +307,9 @@ def test_each_example_without_key_or_endpoint_says_so_in_one_line_before_startin
 def test_each_example_whose_endpoint_fails_says_so_in_one_line_and_finishes_its_run(
     tmp_path: Path, toy_server_env: None, script: str, drop: str
 ):
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    done = run_script(script, *TOY_ARGS, "--db", str(tmp_path / "runs.db"), "--base-url", url, drop=drop)
+    with unused_port() as port:
+        url = f"http://127.0.0.1:{port}/v1"
+        done = run_script(script, *TOY_ARGS, "--db", str(tmp_path / "runs.db"), "--base-url", url, drop=drop)
     assert done.returncode == 1 and "the model endpoint failed" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     [(_task, status, reason)] = recorded(tmp_path / "runs.db")[0]

@@ -3,7 +3,6 @@
 import itertools
 import os
 import signal
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -17,6 +16,7 @@ from mcp import Client
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from conftest import unused_port
 from folder_fixture import make_folder
 
 # Each test starts a cluster of worker processes (seconds of start-up): the slow set, which CI runs.
@@ -125,13 +125,14 @@ async def test_a_job_whose_dask_worker_dies_fails_with_the_reason(
 
 
 async def test_an_unreachable_scheduler_is_a_clear_error_that_costs_no_budget(settings: ServerSettings):
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        address = f"tcp://127.0.0.1:{sock.getsockname()[1]}"
-    settings = settings.model_copy(update={"dask_scheduler": address})
-    async with serving(settings) as client:
-        run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 3}))["run_id"]
-        result = await client.call_tool("submit_training_job", {"params": {"x": 1.0}, "run_id": run_id})
-        assert result.is_error and f"cannot reach the Dask scheduler at {address}" in result.content[0].text
-        summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
-        assert "0/3 used" in summary
+    with unused_port() as port:
+        address = f"tcp://127.0.0.1:{port}"
+        settings = settings.model_copy(update={"dask_scheduler": address})
+        async with serving(settings) as client:
+            run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 3}))["run_id"]
+            result = await client.call_tool("submit_training_job", {"params": {"x": 1.0}, "run_id": run_id})
+            assert (
+                result.is_error and f"cannot reach the Dask scheduler at {address}" in result.content[0].text
+            )
+            summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
+    assert "0/3 used" in summary
