@@ -1,29 +1,19 @@
-"""`run --from-run` and `compare --from-run` as a user meets them: real subprocesses, a real stdio server
-on a real SQLite file, the scripted double on the test-only toy task."""
+"""`run --from-run` and `compare --from-run` as a user meets them: the command (in this process, as
+test_cli.cli_here runs it), a real stdio server on a real SQLite file, the scripted double on the
+test-only toy task."""
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_cli import cli_here
 
 from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autoresearch_mcp.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=dict(os.environ),
-    )
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -32,17 +22,17 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def toy_run(db: Path, *extra: str) -> str:
-    result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--db", str(db), *extra)
+def toy_run(capfd: pytest.CaptureFixture[str], db: Path, *extra: str) -> str:
+    result = cli_here(capfd, "run", "--task", "toy-quadratic", "--llm", "scripted", "--db", str(db), *extra)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, capfd: pytest.CaptureFixture[str]
 ):
     db = tmp_path / "r.db"
-    toy_run(db, "--budget", "3", "--seed", "1")
+    toy_run(capfd, db, "--budget", "3", "--seed", "1")
     conn = sqlite3.connect(db)
     earlier = conn.execute("SELECT id FROM runs").fetchone()[0]
     conn.close()
@@ -53,7 +43,9 @@ def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
     assert best is not None
 
     transcript = tmp_path / "later.jsonl"
-    out = toy_run(db, "--budget", "3", "--seed", "2", "--from-run", "latest", "--transcript", str(transcript))
+    out = toy_run(
+        capfd, db, "--budget", "3", "--seed", "2", "--from-run", "latest", "--transcript", str(transcript)
+    )
     conn = sqlite3.connect(db)
     later, from_run = conn.execute("SELECT id, from_run FROM runs WHERE id != ?", (earlier,)).fetchone()
     rows = conn.execute(
@@ -76,36 +68,45 @@ def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
     assert f"From {earlier}" in turn and "Earlier strategy: y below zero helps" in turn
     assert "Earlier failed: x=9 crashes" in turn
 
-    show = cli("show", later, "--db", str(db))
+    show = cli_here(capfd, "show", later, "--db", str(db))
     assert show.returncode == 0 and f"started from run {earlier}" in show.stdout
-    runs = cli("runs", "--db", str(db))
+    runs = cli_here(capfd, "runs", "--db", str(db))
     header, *lines = runs.stdout.splitlines()
     assert "from" in header.split()
     assert any(line.startswith(later) and earlier in line for line in lines)
 
 
 def test_the_stateless_baseline_started_from_a_run_has_its_re_measure_in_its_history(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, capfd: pytest.CaptureFixture[str]
 ):
     db = tmp_path / "r.db"
-    toy_run(db, "--budget", "2")
+    toy_run(capfd, db, "--budget", "2")
     transcript = tmp_path / "stateless.jsonl"
     toy_run(
-        db, "--budget", "2", "--mode", "stateless", "--from-run", "latest", "--transcript", str(transcript)
+        capfd,
+        db,
+        "--budget",
+        "2",
+        "--mode",
+        "stateless",
+        "--from-run",
+        "latest",
+        "--transcript",
+        str(transcript),
     )
     message = load_transcript(transcript)[0]["request"]["messages"][0]["text"]
     assert "Iter 1: score=" in message and "Best so far: Iter 1 with score=" in message
 
 
-def test_from_run_with_run_id_or_an_unknown_run_is_one_line(tmp_path: Path, agent_server_env: None):
+def test_from_run_with_run_id_or_an_unknown_run_is_one_line(
+    tmp_path: Path, agent_server_env: None, capfd: pytest.CaptureFixture[str]
+):
     db = str(tmp_path / "r.db")
-    both = cli("run", "--run-id", "r-0000000000", "--from-run", "latest", "--llm", "scripted", "--db", db)
-    assert "give one of them" in one_line_error(both)
-    unknown = cli(
-        "run", "--task", "toy-quadratic", "--from-run", "r-0000000000", "--llm", "scripted", "--db", db
-    )
-    assert "unknown run 'r-0000000000'" in one_line_error(unknown)
-    none = cli("run", "--task", "toy-quadratic", "--from-run", "latest", "--llm", "scripted", "--db", db)
+    both = ("run", "--run-id", "r-0000000000", "--from-run", "latest", "--llm", "scripted", "--db", db)
+    assert "give one of them" in one_line_error(cli_here(capfd, *both))
+    toy = ("run", "--task", "toy-quadratic", "--llm", "scripted", "--db", db, "--from-run")
+    assert "unknown run 'r-0000000000'" in one_line_error(cli_here(capfd, *toy, "r-0000000000"))
+    none = cli_here(capfd, *toy, "latest")
     assert "no earlier toy-quadratic run" in one_line_error(none)
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
 
