@@ -12,7 +12,16 @@ import sys
 from typing import NoReturn
 
 from autoresearch_mcp import __version__
-from autoresearch_mcp.client import compare, export_cmd, folder_cmd, inspect_cmd, run_cmd, stop_cmd
+from autoresearch_mcp.client import (
+    apply_cmd,
+    compare,
+    export_cmd,
+    folder_cmd,
+    inspect_cmd,
+    run_cmd,
+    stop_cmd,
+)
+from autoresearch_mcp.contract.display import say
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server import import_cmd, manage
 from autoresearch_mcp.server import main as serve
@@ -119,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     import_cmd.configure(sub)
     compare.configure(sub)
     folder_cmd.configure(sub)
+    apply_cmd.configure(sub)
     dashboard_cli.configure(sub)
     serve.configure(sub)
     for action in sub._choices_actions:  # each command's one-line help heads its own --help
@@ -158,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # the top-level handler: a user's error is one line, a bug is not hidden
         if (error := user_error(exc)) is None:
             raise
-        print(f"{PROG}: {one_line(str(error))}", file=sys.stderr)
+        say(f"{PROG}: {one_line(str(error))}")
         return 2
 
 

@@ -10,9 +10,11 @@ from typing import Any, TypeVar
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel, ValidationError
 
+from autoresearch_mcp.client.server_stderr import StderrRelay
 from autoresearch_mcp.contract.arguments import Arguments, GetExperimentHistoryArgs, ProfileTrainPyArgs
 from autoresearch_mcp.contract.env import ENV_LOG_LEVEL, ENV_PREFIX, data_setting
 from autoresearch_mcp.contract.errors import REFUSAL_META, Refusal, ResearchError
@@ -196,7 +198,8 @@ async def connect(
     log_level: str = "WARNING",
 ) -> AsyncIterator[ResearchClient]:
     """An MCP client session: HTTP when server_url is given, else a spawned stdio server (logging to
-    the user's terminal from `log_level` up)."""
+    the user's terminal from `log_level` up; a server that cannot start says why in the one error)."""
+    relay = None if server_url else StderrRelay()
     try:
         if server_url:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -207,18 +210,34 @@ async def connect(
             ):
                 yield ResearchClient(client)
         else:
+            assert relay is not None
             params = stdio_params(db, data, server_args, log_level)
-            async with Client(params, read_timeout_seconds=3600) as client:
+            transport = stdio_client(params, errlog=relay.file)
+            async with Client(transport, read_timeout_seconds=3600) as client:
+                relay.go_live()
                 yield ResearchClient(client)
     except* ResearchError as group:  # raised by the caller inside the session: pass it on unwrapped
         raise leaf(group) from None
     except* MCPError as group:
+        if relay is not None and (said := _server_said(relay)):
+            raise ResearchError(said) from None
         first = leaf(group)
         hint = (
             " (an HTTP server that wants a token: check --token / AUTORESEARCH_TOKEN)" if server_url else ""
         )
         raise ResearchError(f"the MCP server failed: {first}{hint}") from None
     except* (OSError, httpx2.HTTPError) as group:
+        if relay is not None and (said := _server_said(relay)):
+            raise ResearchError(said) from None
         first = leaf(group)
         where = server_url or "the spawned stdio server"
         raise ResearchError(f"cannot reach {where}: {first}") from None
+    finally:
+        if relay is not None:
+            relay.close()
+
+
+def _server_said(relay: StderrRelay) -> str | None:
+    """The error line of a spawned server that ended before its session was up."""
+    relay.close()
+    return relay.failure()

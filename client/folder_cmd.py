@@ -1,28 +1,19 @@
-"""`autoresearch-mcp init` and `apply`: start a task folder from a script, and take a run's result back.
+"""`autoresearch-mcp init`: start a task folder from a script (apply_cmd.py takes a run's result back).
 
 `init PATH` writes an autoresearch.toml next to an existing script, inferring what it can from the
 script's text: the command, the metric (the `name: value` lines it prints) and its direction (from the
 name), the params it reads from AUTORESEARCH_PARAMS with their defaults. What cannot be read off the
 script is given as a flag, or left for the user to check (each guessed range says so in a comment).
-
-`apply RUN_ID --to PATH` writes a version of the run's edited files (by default the best's) where the user
-says: the server never writes a user's folder, so this is how a result leaves it.
 """
 
 import argparse
 import ast
-import difflib
 import re
+import shlex
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-import anyio
-
-from autoresearch_mcp.client.connect import ResearchClient
-from autoresearch_mcp.client.inspect_cmd import add_server_arguments, resolve_run, server_for
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.files import unpack
-from autoresearch_mcp.contract.tools import Uri
 
 SPEC_FILE = "autoresearch.toml"
 LOWER_IS_BETTER = ("loss", "error", "err", "mse", "mae", "rmse", "perplexity", "ppl", "time", "seconds", "ms")
@@ -45,20 +36,6 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     p.add_argument("--code", action="store_true", help="the agent edits the script (work = code)")
     p.add_argument("--force", action="store_true", help="replace an existing autoresearch.toml")
     p.set_defaults(func=init_main)
-
-    p = sub.add_parser(
-        "apply",
-        help="write a run's edited files (the best's version, or --version N) to a path of yours",
-        epilog="example:\n  autoresearch-mcp apply r-0123456789 --to my-project/ --dry-run",
-    )
-    add_server_arguments(p)
-    p.add_argument("run_id", help="a run id, or 'latest'")
-    p.add_argument(
-        "--to", type=Path, required=True, help="a folder (each file by its name) or, for one file, a file"
-    )
-    p.add_argument("--version", type=int, help="the version to write (default: the best's)")
-    p.add_argument("--dry-run", action="store_true", help="show the diff, write nothing")
-    p.set_defaults(func=apply_main)
 
 
 # -- init ---------------------------------------------------------------------------------------------
@@ -154,8 +131,15 @@ def param_table(name: str, default: Any) -> list[str]:
     return lines
 
 
-def init_toml(args: argparse.Namespace) -> tuple[Path, str, list[str]]:
-    """The file to write, its text, and what the user should check."""
+class Init(NamedTuple):
+    target: Path  # the autoresearch.toml to write
+    text: str
+    check: list[str]  # what the user should check
+    tunable: bool  # params work the script takes: [params] written, AUTORESEARCH_PARAMS read
+
+
+def init_toml(args: argparse.Namespace) -> Init:
+    """The file to write, its text, what the user should check, and whether it is params work."""
     script = find_script(args.path.expanduser().resolve())
     folder = script.parent
     source = script.read_text(encoding="utf-8", errors="replace")
@@ -194,70 +178,38 @@ def init_toml(args: argparse.Namespace) -> tuple[Path, str, list[str]]:
         lines.append('work = "code"')
     for param, default in params.items():
         lines += ["", *param_table(param, default)]
-        if default is None or not isinstance(default, bool | int | float):
-            check.append(f"params.{param}: no numeric default in the script; set its type and range")
+        if isinstance(default, str):
+            check.append(
+                f"params.{param}: the one choice {default!r} the script uses; add the others to choices"
+            )
+        elif default is None or not isinstance(default, bool | int | float):
+            check.append(f"params.{param}: no default in the script; set its type and range")
     if any("guessed" in line for line in lines):
         check.append("the guessed ranges (marked in the file)")
-    return folder / SPEC_FILE, "\n".join(lines) + "\n", check
+    tunable = bool(params) and not args.code and "AUTORESEARCH_PARAMS" in source
+    return Init(folder / SPEC_FILE, "\n".join(lines) + "\n", check, tunable)
 
 
 def init_main(args: argparse.Namespace) -> int:
-    target, text, check = init_toml(args)
+    target, text, check, tunable = init_toml(args)
     if target.exists() and not args.force:
         raise ResearchError(f"{target} exists: --force replaces it")
     target.write_text(text, encoding="utf-8")
     print(f"wrote {target}")
     for item in check:
         print(f"  check: {item}")
-    print(f"then: autoresearch-mcp run --task {target.parent} --llm scripted --budget 3")
+    print(next_step(target.parent, params=tunable))
     return 0
 
 
-# -- apply --------------------------------------------------------------------------------------------
-def apply_main(args: argparse.Namespace) -> int:
-    return anyio.run(_apply, args)
-
-
-async def _apply(args: argparse.Namespace) -> int:
-    async with server_for(args) as rc:
-        run = await resolve_run(rc, args.run_id)
-        run_id = run.id
-        version = args.version or (run.best.artifact_version if run.best else None)
-        if version is None:
-            raise ResearchError(f"run {run_id} has no best yet: give --version N")
-        text = await version_source(rc, run_id, version)
-    files = unpack(text, run.config.get("options", {}).get("files") or ["train.py"])
-    written = write_files(files, args.to.expanduser(), dry_run=args.dry_run)
-    what = "would write" if args.dry_run else "wrote"
-    for path, diff in written:
-        print(f"{what} {path} (v{version} of {run_id}){': unchanged' if not diff else ''}")
-        for line in diff:
-            print(line)
-    return 0
-
-
-async def version_source(rc: ResearchClient, run_id: str, version: int) -> str:
-    uri = Uri.VERSION.of(run_id=run_id, version=version)
-    try:
-        contents = (await rc.client.read_resource(uri)).contents
-    except Exception as exc:  # the SDK's MCPError: an unknown version
-        raise ResearchError(f"run {run_id} has no version {version}: {exc}") from None
-    return contents[0].text  # type: ignore[union-attr]
-
-
-def write_files(files: dict[str, str], to: Path, *, dry_run: bool) -> list[tuple[Path, list[str]]]:
-    """Write each file under `to` (a folder), or the one file at `to`; the diff against what was there."""
-    if len(files) > 1 and to.exists() and not to.is_dir():
-        raise ResearchError(f"{to} is a file; the run edited {len(files)} files: give a folder")
-    targets = {(to / name if to.is_dir() or len(files) > 1 else to): text for name, text in files.items()}
-    out = []
-    for path, text in targets.items():
-        old = path.read_text(encoding="utf-8") if path.is_file() else ""
-        diff = list(
-            difflib.unified_diff(old.splitlines(), text.splitlines(), str(path), f"{path} (new)", lineterm="")
-        )
-        if not dry_run and diff:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        out.append((path, diff))
-    return out
+def next_step(folder: Path, *, params: bool) -> str:
+    """The command to try the folder with: the scripted double plays params work (no model, no key)
+    on a script that reads its params; anything else takes a model that edits the script."""
+    folder_arg = shlex.quote(str(folder))
+    if params:
+        return f"then: autoresearch-mcp run --task {folder_arg} --llm scripted --budget 3"
+    return (
+        f"then, with a model that edits the script: autoresearch-mcp run --task {folder_arg} --budget 3 "
+        "(needs ANTHROPIC_API_KEY; a local model: --llm openai --base-url URL); the scripted double "
+        "plays only params that the script reads from AUTORESEARCH_PARAMS"
+    )

@@ -21,7 +21,7 @@ from autoresearch_mcp.client.live import SCRIPTED_WHAT
 from autoresearch_mcp.contract.arguments import GetRunSummaryArgs, QueryResultsArgs
 from autoresearch_mcp.contract.display import better_way, utc_minute
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
-from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.errors import ResearchError, error_headline
 from autoresearch_mcp.contract.files import edited_files, file_diffs
 from autoresearch_mcp.contract.models import Experiment, Run, RunStatus
 
@@ -79,9 +79,19 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     p.set_defaults(func=lambda args: drive(args, show_run))
 
     p = sub.add_parser(
-        "tasks", help="list the tasks a run can work on", epilog="example:\n  autoresearch-mcp tasks"
+        "tasks",
+        help="list the tasks a run can work on",
+        epilog="example:\n  autoresearch-mcp tasks --task-dir my-project/",
     )
     add_server_arguments(p)
+    p.add_argument(
+        "--task-dir",
+        dest="task_dirs",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help="a task folder to list too (repeatable; default: $AUTORESEARCH_TASK_DIRS)",
+    )
     p.set_defaults(func=lambda args: drive(args, list_tasks))
 
     p = sub.add_parser(
@@ -120,12 +130,20 @@ async def server_for(args: argparse.Namespace) -> AsyncIterator[ResearchClient]:
     spawned server logs errors only: its start-up chores (a sweep of stale sandboxes) are not what
     someone looking at their runs asked about."""
     if args.server_url:
+        if getattr(args, "task_dirs", None):
+            raise ResearchError(
+                "--task-dir registers a folder with a server this command spawns; a running server "
+                "(--server-url) lists the folders it was started with"
+            )
         async with connect(server_url=args.server_url, token=args.token) as rc:
             yield rc
         return
     path = db_path(args)
+    folders = [
+        arg for folder in getattr(args, "task_dirs", None) or [] for arg in ("--task-dir", str(folder))
+    ]
     if path.is_file():
-        async with connect(db=path, log_level="ERROR") as rc:
+        async with connect(db=path, log_level="ERROR", server_args=folders) as rc:
             yield rc
         return
     if args.command in ("show", "export", "stop"):
@@ -133,7 +151,7 @@ async def server_for(args: argparse.Namespace) -> AsyncIterator[ResearchClient]:
             f"no database at {path}: no run has been stored there; pass --db PATH or set ${ENV_DB}"
         )
     with tempfile.TemporaryDirectory(prefix="autoresearch-") as empty:
-        async with connect(db=Path(empty) / "runs.db", log_level="ERROR") as rc:
+        async with connect(db=Path(empty) / "runs.db", log_level="ERROR", server_args=folders) as rc:
             yield rc
 
 
@@ -200,10 +218,19 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
 
 async def list_tasks(rc: ResearchClient, args: argparse.Namespace) -> int:
     rows = [["task", "kind", "metric", "experiment tool", "title"]]
-    for task in await rc.tasks():
+    tasks = await rc.tasks()
+    for task in tasks:
         better = better_way(task.direction)
         rows.append([task.name, task.kind, f"{task.metric} ({better})", task.experiment_tool, task.title])
     print(columns(rows))
+    # A folder is registered by whoever starts a server; the runs remember only its task's name.
+    known = {task.name for task in tasks}
+    elsewhere = sorted({run.task for run in await rc.runs()} - known)
+    if elsewhere:
+        print(
+            f"stored runs also worked on {', '.join(elsewhere)}: task folders, listed with --task-dir PATH "
+            "(run them with --task PATH)"
+        )
     return 0
 
 
@@ -275,9 +302,27 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
             ]
         )
     print(columns(rows))
+    failure_lines(shown)
     if edits:
         await show_diff(rc, run, args)
     return 0
+
+
+def failure_lines(shown: list[Experiment]) -> None:
+    """Why each shown experiment failed, whole (the table has no room for it), then the latest
+    failure's whole tail: the traceback a person fixes the script from."""
+    failed = [exp for exp in shown if exp.status in ("crash", "timeout", "incorrect") and exp.error_tail]
+    if not failed:
+        return
+    print()
+    print("why they failed:")
+    for exp in failed:
+        print(f"  #{exp.iteration} {exp.status}: {error_headline(exp.error_tail or '')}")
+    last = failed[-1]
+    print()
+    print(f"#{last.iteration}'s error, whole:")
+    for line in (last.error_tail or "").strip().splitlines():
+        print(f"  {line}")
 
 
 async def show_diff(rc: ResearchClient, run: Run, args: argparse.Namespace) -> None:

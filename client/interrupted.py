@@ -49,8 +49,11 @@ class RunHandle:
 
 
 def resume_command(args: argparse.Namespace, run_id: str, parser: argparse.ArgumentParser | None) -> str:
-    """The `run` command that takes the run up again with the same backend, server and agent flags."""
+    """The `run` command that takes the run up again with the same backend, server and agent flags; a
+    run on a task folder names the folder again (a spawned server knows only the folders it is given)."""
     words = [PROG, "run", "--run-id", run_id]
+    for folder in getattr(args, "task_dirs", None) or []:
+        words += ["--task", folder]
     for action in parser._actions if parser is not None else []:
         if not action.option_strings or action.dest in NOT_REPEATED or not hasattr(args, action.dest):
             continue

@@ -1,11 +1,13 @@
 """What a person watching `autoresearch-mcp run` sees while the agent works.
 
-On a terminal: a panel refreshed four times a second with the run, its budget, the best result, the
-tokens used, and what is happening now (the experiment that is training, or the wait for the model)
-with a spinner and its elapsed time, so a 50-second training does not look like a hang. Anywhere else
-(a pipe, a log file, CI): one plain line per experiment and per refusal, never wrapped. At the end: the
-panel once more from the run as the server has it, then the run's status in the database's words, the
-best result, the tokens, and where the run is kept with the commands that show it.
+One line per experiment (its status, metric, time, and why it failed) and per refusal, everywhere. On a
+terminal those lines scroll above a panel refreshed four times a second with the run, its budget, the
+best result, the tokens used, and what is happening now (the experiment that is running, or the wait
+for the model) with a spinner and its elapsed time, so a 50-second training does not look like a hang;
+a long line wraps between words, never inside an id or a value. Anywhere else (a pipe, a log file, CI)
+the lines are plain and never wrapped. At the end: the panel once more from the run as the server has
+it, then the run's status in the database's words, the best result, the tokens, and where the run is
+kept with the commands that show it.
 """
 
 import argparse
@@ -14,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
@@ -22,6 +24,7 @@ from rich.text import Text
 from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.connect import ResearchClient, ToolOutcome
 from autoresearch_mcp.contract.env import default_db_path
+from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import ExperimentResult, Run
 from autoresearch_mcp.contract.tools import EXPERIMENT_TOOLS, ToolName
 from autoresearch_mcp.contract.transcript import budget_share, load_transcript, totals
@@ -31,9 +34,29 @@ SCRIPTED_WHAT = "a deterministic test double, no language model was used"
 SCRIPTED_NOTE = f"scripted backend: {SCRIPTED_WHAT}"
 
 
+REASON_CHARS = 300  # why an experiment failed, on its line: `show` has the whole tail
+
+
 def short_params(params: dict[str, Any], limit: int = 6) -> str:
     items = [f"{k}={v}" for k, v in params.items()]
     return " ".join(items[:limit]) + (" ..." if len(items) > limit else "")
+
+
+def all_params(params: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def failure_reason(tail: str | None) -> str:
+    """The line that says why an experiment failed, clipped between words (the run line; `show` has
+    all of it)."""
+    headline = error_headline(tail or "")
+    if len(headline) <= REASON_CHARS:
+        return headline
+    return headline[:REASON_CHARS].rsplit(" ", 1)[0] + " …"
 
 
 class LiveView:
@@ -48,9 +71,11 @@ class LiveView:
         plain: bool = False,
         out: TextIO | None = None,
         token_budget: int | None = None,
+        console: Console | None = None,
     ) -> None:
         self.mode, self.llm, self.plain, self.token_budget = mode, llm, plain, token_budget
         self.out = out or sys.stdout
+        self.console = console  # a terminal's: lines go above the live panel
         self.run: Run | None = None
         self.used = 0
         self.last_iteration = 0  # the run's latest experiment: the next one is numbered after it
@@ -86,7 +111,7 @@ class LiveView:
         if tool in EXPERIMENT_TOOLS:
             params = arguments.get("params")
             what = f" {short_params(params)}" if isinstance(params, dict) and params else ""
-            self._now(f"experiment #{self.last_iteration + 1} training ({tool}{what})")
+            self._now(f"experiment #{self.last_iteration + 1} running ({tool}{what})")
         elif tool not in (ToolName.GET_EXPERIMENT_HISTORY, ToolName.GET_RUN_SUMMARY):
             self._now(f"calling {tool}")
 
@@ -118,7 +143,8 @@ class LiveView:
                 budget += f" used; tokens {budget_share(self.full, self.token_budget)}"
             else:
                 budget += " used"
-            self._line(f"#{exp.iteration} {exp.status} {name}={metric}{took}{best} [{budget}]")
+            why = f": {failure_reason(exp.error_tail)}" if exp.status not in ("ok", "running") else ""
+            self._line(f"#{exp.iteration} {exp.status} {name}={metric}{took}{best} [{budget}]{why}")
             for again in result.reevaluations:  # start_run's reeval_seeds: the would-be best on more seeds
                 value = "-" if again.metric is None else f"{again.metric:.4f}"
                 self._line(f"  #{again.iteration} {again.status} {name}={value}: {again.note}")
@@ -133,13 +159,13 @@ class LiveView:
     def _line(self, text: str) -> None:
         if self.plain:
             print(text, file=self.out, flush=True)
+        elif self.console is not None:  # above the live panel, which rich redraws below it
+            self.console.print(Text(text))
 
     def __rich__(self) -> Group:
         table = Table(title=Text(f"autoresearch-mcp · {self.mode} · {self.llm}"), show_header=False)
         if self.run is not None:
             table.add_row("run", Text(f"{self.run.id} ({self.run.task})"))
-            if self.run.from_run:
-                table.add_row("from", Text(self.run.from_run))
             if self.run.from_run:
                 table.add_row("from", Text(self.run.from_run))
             table.add_row("budget", Text(f"{self.used}/{self.run.budget} used"))
@@ -186,13 +212,13 @@ def result_lines(result: AgentResult, args: argparse.Namespace) -> list[str]:
     if run is not None and run.best is not None:
         lines.append(
             f"best {run.metric_name} {run.best.metric:.4f} at #{run.best.iteration}"
-            f" ({short_params(run.best.params) or 'train.py v' + str(run.best.artifact_version)})"
+            f" ({all_params(run.best.params) or 'train.py v' + str(run.best.artifact_version)})"
         )
     else:
         lines.append("no successful experiment")
     per = total.calls / result.experiments if result.experiments else 0.0
     lines.append(
-        f"{result.experiments} experiments, {result.llm_calls} LLM calls ({per:.2f} per experiment);"
+        f"{plural(result.experiments, 'experiment')}, {plural(result.llm_calls, 'LLM call')} ({per:.2f} per experiment);"
         f" tokens: context {total.context:,} · full {total.full:,} · cache-weighted {total.cache_weighted:,.0f}"
         f" · output {total.output:,}"
     )

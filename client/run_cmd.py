@@ -7,7 +7,6 @@ interrupted.py; the live view and the final lines, in live.py.
 import argparse
 import asyncio
 import functools
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,12 @@ from autoresearch_mcp.client.connect import ResearchClient, connect, tool_argume
 from autoresearch_mcp.client.interrupted import PROG, RunHandle, interrupted_line
 from autoresearch_mcp.client.live import LiveView, ObservedClient, final_panel, result_lines
 from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm
+from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 from autoresearch_mcp.client.meter import Transcript
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
 from autoresearch_mcp.contract.arguments import GetExperimentHistoryArgs, RunExperimentArgs, StartRunArgs
+from autoresearch_mcp.contract.display import say
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Run, ScriptedPlan, StartedRun, TaskInfo
 
@@ -102,14 +103,30 @@ async def known_task(rc: ResearchClient, name: str) -> TaskInfo:
     raise ResearchError(f"unknown task {name!r}: known tasks are {known}", kind="unknown_task")
 
 
-async def resumable(rc: ResearchClient, run_id: str) -> Run:
-    run = await rc.run(run_id)
+async def resumable(rc: ResearchClient, args: argparse.Namespace) -> tuple[Run, TaskInfo]:
+    """The run `--run-id` names and its task, or one line saying what to add or do instead."""
+    run = await rc.run(args.run_id)
     if run.status != "running":
         raise ResearchError(
-            f"run {run_id} is {run.status}: it takes no more experiments; start a new run without --run-id",
+            f"run {run.id} is {run.status}: it takes no more experiments; start a new run without --run-id",
             kind="run_finished",
         )
-    return run
+    folders = getattr(args, "task_dirs", None) or []
+    if folders and args.task != run.task:
+        raise ResearchError(
+            f"run {run.id} works on task {run.task!r}, but --task {folders[-1]} is the folder of task "
+            f"{args.task!r}: give the folder of {run.task!r}",
+            kind="unknown_task",
+        )
+    tasks = {task.name: task for task in await rc.tasks()}
+    if run.task not in tasks:
+        raise ResearchError(
+            f"run {run.id} works on task {run.task!r}, which this server does not know: a task folder is "
+            f"named again to resume a run on it, add --task PATH (the folder with {run.task}'s "
+            "autoresearch.toml)",
+            kind="unknown_task",
+        )
+    return run, tasks[run.task]
 
 
 async def run_session(
@@ -141,11 +158,15 @@ async def run_session(
             server_args=spawn_args(args),
         ) as rc:
             if resume:
-                run = await resumable(rc, resume)
-                task = await rc.task(run.task)
+                run, task = await resumable(rc, args)
                 description = task.description
             else:
                 task = await known_task(rc, args.task)
+            # The double is checked before a run is started for it: one it cannot play starts none.
+            plan = await rc.scripted_plan(task.name) if scripted else None
+            if plan is not None and (problem := ScriptedLLM.cannot_play(task, plan)) is not None:
+                raise LLMError(problem)
+            if not resume:
                 arguments = {
                     "task": args.task,
                     "budget": args.iterations,
@@ -176,7 +197,6 @@ async def run_session(
             if fresh and task.kind == "params" and args.first == "defaults":
                 run = await defaults_first(rc, run.id)
             if llm is None:
-                plan = await rc.scripted_plan(task.name)
                 llm = build_llm(args, seed, task, await rc.train_py(run.id), plan)
             config = AgentConfig(
                 task=task,
@@ -243,10 +263,15 @@ async def preflight(llm: LLM) -> None:
 
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     check_agent_args(args)
-    console = Console(soft_wrap=True, highlight=False)
+    console = Console(highlight=False)
     plain = not console.is_terminal
+    # A terminal's lines wrap between words (rich's), never inside an id or a value (the terminal's);
+    # a pipe's are never wrapped.
+    console.soft_wrap = plain
     llm = args.llm if args.llm == "scripted" else args.model or args.llm
-    view = LiveView(args.mode, llm, plain=plain, token_budget=args.token_budget)
+    view = LiveView(
+        args.mode, llm, plain=plain, token_budget=args.token_budget, console=None if plain else console
+    )
     handle = RunHandle()
     session = run_session(
         args,
@@ -266,10 +291,12 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None
     except LLMError as exc:
         raise ResearchError(str(exc)) from None
     except KeyboardInterrupt:  # the session has closed its server; say what became of the run
-        print(f"{PROG}: {interrupted_line(args, handle, parser)}", file=sys.stderr)
+        say(f"{PROG}: {interrupted_line(args, handle, parser)}")
         return 130
     if not (args.quiet or plain):
         console.print(final_panel(view, result))
     for line in result_lines(result, args):
         console.print(line, markup=False)
-    return 0 if result.stop_reason != "llm-error" else 1
+    # A run that measured nothing is a failure a script calling this must see (the lines say why).
+    failed = result.stop_reason == "llm-error" or result.run is None or result.run.best is None
+    return 1 if failed else 0

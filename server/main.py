@@ -70,6 +70,8 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
 def _refusal(exc: ValidationError, name_of: Callable[[str], str | None]) -> str:
     error = exc.errors()[0]
     field = str(error["loc"][0]) if error["loc"] else ""
+    if error["type"] == "value_error":  # our own words, which name the value already
+        return f"{name_of(field) or field}: {error['msg'].removeprefix('Value error, ')}"
     return f"{name_of(field) or field}: {error['msg']}, not {error.get('input')!r}"
 
 

@@ -39,6 +39,17 @@ class ServerSettings(BaseModel):
         given = {key: value for key, value in values.items() if key not in cls.model_fields}
         return {**own, "task_options": {**own.get("task_options", {}), **given}}
 
+    @field_validator("db_path")
+    @classmethod
+    def _in_a_folder_that_exists(cls, value: Path) -> Path:
+        # A mistyped directory would otherwise be made, and the runs kept where no one looks for them.
+        folder = Path(value).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise ValueError(
+                f"no directory {folder} to keep the database in: create it, or give a path in one"
+            )
+        return value
+
     @field_validator("task_dirs")
     @classmethod
     def _absolute(cls, value: list[str]) -> list[str]:

@@ -213,9 +213,14 @@ class JobInfo(BaseModel):
     )
 
 
+# What an SQLite cell becomes in a result (a blob as hex, a non-finite float as its name): typed, so
+# that a strict client can check the output schema down to each cell.
+Cell = str | int | float | None
+
+
 class QueryResult(BaseModel):
     columns: list[str]
-    rows: list[list[Any]]
+    rows: list[list[Cell]]
     truncated: bool = Field(description="true when more rows matched than max_rows (or the size cap)")
     elapsed_s: float
 

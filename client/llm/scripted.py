@@ -99,14 +99,8 @@ class ScriptedLLM:
         """`task` as the server describes it, `plan` its plan for the double; `original`: train.py v1
         (code tasks build on it)."""
         plan = plan or ScriptedPlan()
-        if task.kind == "params" and not ParamSpace(task.params_schema, plan).names:
-            raise LLMError(f"the scripted backend has no numeric params to search in task {task.name!r}")
-        if task.kind == "code" and not plan.steps:
-            raise LLMError(
-                f"the scripted backend has no scripted steps for task {task.name!r}: it plays the built-in "
-                "tasks and task folders in params work; run a folder in code work with --llm openai or "
-                "--llm anthropic"
-            )
+        if (problem := self.cannot_play(task, plan)) is not None:
+            raise LLMError(problem)
         self.task = task
         self.plan = plan
         self.seed = seed
@@ -114,6 +108,22 @@ class ScriptedLLM:
         self._hpo = ParamsPolicy(task, plan, self.rng) if task.kind == "params" else None
         self._code = _CodePolicy(plan, original) if task.kind == "code" else None
         self._calls = 0
+
+    @staticmethod
+    def cannot_play(task: TaskInfo, plan: ScriptedPlan) -> str | None:
+        """Why the double cannot play `task`, asked before a run is started for nothing; else None."""
+        if task.kind == "params" and not ParamSpace(task.params_schema, plan).names:
+            return (
+                f"the scripted backend has no numeric params to search in task {task.name!r}; run it with "
+                "--llm openai or --llm anthropic"
+            )
+        if task.kind == "code" and not plan.steps:
+            return (
+                f"the scripted backend has no scripted steps for task {task.name!r}: it plays the built-in "
+                "tasks and task folders in params work; run a folder in code work with --llm openai or "
+                "--llm anthropic"
+            )
+        return None
 
     def _id(self) -> str:
         self._calls += 1

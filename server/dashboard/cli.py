@@ -88,6 +88,8 @@ def run_report(args: argparse.Namespace) -> int:
         if not runs:
             raise ResearchError(f"{store.path} has no runs yet")
         run_id = runs[0].id
+    elif run_id not in store.run_ids():  # said as `show` says it: a person reads this, not a model
+        raise ResearchError(f"no run {run_id} in {store.path} (`autoresearch-mcp runs` lists them)")
     html = render_report(store, run_id, transcripts_dir())
     out: Path = args.out or Path(f"{run_id}.html")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -64,7 +64,7 @@ def test_the_panel_shows_the_experiment_that_is_training_and_how_long_it_has_run
     view.tool_started("run_experiment", {"params": {"x": 0.1, "y": 2}})
     view.since -= 42  # as if it had been training for 42 s
     text = rendered(view)
-    assert "experiment #1 training (run_experiment x=0.1 y=2)" in text and "42s" in text
+    assert "experiment #1 running (run_experiment x=0.1 y=2)" in text and "42s" in text
     assert "0/3 used" in text
 
 

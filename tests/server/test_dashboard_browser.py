@@ -68,6 +68,9 @@ def test_the_run_list_renders_and_clicking_a_run_shows_its_chart_and_experiments
         assert page.locator("#experiments tr.exp").count() == 20
         assert page.locator("#tokens-chart svg").is_visible()
         assert page.locator(f'#run-table tr.selected[data-run="{run_id}"]').count() == 1
+        # The page's one clock reading is in UTC, as every time the CLI and the report show.
+        page.wait_for_function("document.getElementById('live').textContent.startsWith('updated')")
+        assert page.locator("#live").inner_text().endswith(" UTC")
 
 
 def test_a_new_experiment_appears_without_a_reload(page, run):

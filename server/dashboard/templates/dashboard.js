@@ -51,7 +51,9 @@ async function refresh() {
   }
   const run = data.runs.find((r) => r.id === selected);
   if (run && run.stamp !== runStamp) await showRun();
-  document.getElementById("live").textContent = `updated ${new Date().toLocaleTimeString()}`;
+  // UTC, as every other time the page, the CLI and the report show.
+  const now = new Date().toISOString().slice(11, 19);
+  document.getElementById("live").textContent = `updated ${now} UTC`;
 }
 
 async function poll() {

@@ -207,6 +207,8 @@ class FolderTask(Task):
         if report.returncode != 0:
             at = failing_line(report.stderr_tail, tuple(self.editable()))
             raised = exception_line(report.stderr_tail, self.loaded.modules())
+            if raised and raised.startswith("ModuleNotFoundError"):
+                raised += interpreter_hint(task.python)
             return Outcome(
                 status="crash",
                 error_tail=f"the script exited with status {report.returncode}"
@@ -244,6 +246,21 @@ class FolderTask(Task):
             )
         except ValueError:  # a malformed profile (ValidationError): the experiment stands without it
             return None
+
+
+def interpreter_hint(python: str | None) -> str:
+    """What a missing module means for a folder: which interpreter ran the script, and the key that
+    names another. Without `python =`, the script runs on the interpreter autoresearch-mcp itself runs
+    on, which rarely has the user's own packages."""
+    if python is None:
+        return (
+            " (the script runs on the Python that autoresearch-mcp runs on: install the module there, or "
+            "set `python` in autoresearch.toml's [task] to the absolute path of your own environment's "
+            "python)"
+        )
+    return (
+        " (the script runs on the interpreter that autoresearch.toml names in `python =`: install it there)"
+    )
 
 
 class ScriptReport(BaseModel):
