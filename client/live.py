@@ -148,9 +148,20 @@ class LiveView:
             for again in result.reevaluations:  # start_run's reeval_seeds: the would-be best on more seeds
                 value = "-" if again.metric is None else f"{again.metric:.4f}"
                 self._line(f"  #{again.iteration} {again.status} {name}={value}: {again.note}")
-            if result.message:
+            if result.message and (result.reevaluations or self._unexpected(result)):
                 self._line(f"  {result.message}")
         self._now("waiting for the model")
+
+    def _unexpected(self, result: ExperimentResult) -> bool:
+        """A keep decision the line does not explain: a metric past the best's that was not kept (a
+        noisy task wants it surely better), or a first result that was not kept."""
+        exp, best = result.experiment, result.best
+        if exp.status != "ok" or exp.metric is None or result.is_new_best:
+            return False
+        if best is None:
+            return True
+        higher = self.run is None or self.run.direction == "max"
+        return exp.metric > best.metric if higher else exp.metric < best.metric
 
     # -- rendering ------------------------------------------------------------------------------
     def _now(self, activity: str) -> None:

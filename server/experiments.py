@@ -39,7 +39,7 @@ from autoresearch_mcp.server.events import ResearchEvents
 from autoresearch_mcp.server.reeval import reevaluate
 from autoresearch_mcp.server.store import BestChanged, Incumbent, Keep, RunRef, Store
 from autoresearch_mcp.server.store.db import sha256
-from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, execute_safely
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, Verdict, execute_safely
 from autoresearch_mcp.server.tasks.registry import Tasks
 from autoresearch_mcp.server.text import check_text
 
@@ -63,6 +63,14 @@ class Trial:
 class Measured:
     outcome: Outcome
     duration_s: float
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """An experiment as stored, and why it was or was not kept, in words."""
+
+    experiment: Experiment
+    why: str
 
 
 # How a trial is measured: here, in this process's sandbox, or on the executor a job runs on.
@@ -206,8 +214,9 @@ class ExperimentService:
         seeds = int(trial.run.config.get("reeval_seeds", 0))
         if seeds and measured.outcome.status == "ok" and self._would_keep(trial, measured.outcome):
             return reevaluate(self, trial, measured, seeds, measure or self.measure)
-        done = self.record(trial, measured, lambda best: trial.task.keeps(measured.outcome, best))
-        return self.conclude(trial.run, done, self._profile(trial, measured.outcome))
+        done = self.record(trial, measured, lambda best: trial.task.verdict(measured.outcome, best))
+        result = self.conclude(trial.run, done.experiment, self._profile(trial, measured.outcome))
+        return result.model_copy(update={"message": done.why})
 
     def _profile(self, trial: Trial, outcome: Outcome) -> Profile | None:
         """The profile to return with an experiment: the one just measured, or, for a version that ran
@@ -218,16 +227,17 @@ class ExperimentService:
 
     def _would_keep(self, trial: Trial, outcome: Outcome) -> bool:
         try:
-            return trial.task.keeps(outcome, self.store.incumbent(trial.run.id, trial.run.config))
+            return trial.task.verdict(outcome, self.store.incumbent(trial.run.id, trial.run.config)).kept
         except Exception:  # the boundary: `record` asks again, and records a failing rule as a crash
             log.exception("the keep rule failed for experiment %d", trial.experiment.id)
             return False
 
     def record(
-        self, trial: Trial, measured: Measured, keeps: Callable[[Incumbent | None], bool]
-    ) -> Experiment:
-        """Store the outcome, kept as the rule `keeps` decides against the best of the moment (decided
-        again when another experiment became the best meanwhile); the run's status is left to conclude."""
+        self, trial: Trial, measured: Measured, decide: Callable[[Incumbent | None], Verdict]
+    ) -> Recorded:
+        """Store the outcome, kept as the rule `decide` says against the best of the moment (decided
+        again when another experiment became the best meanwhile), with the reason in words; the run's
+        status is left to conclude."""
         outcome, exp_id = measured.outcome, trial.experiment.id
         try:
             if outcome.state_update:
@@ -236,12 +246,13 @@ class ExperimentService:
                 self.store.profiles.put(trial.run.id, outcome.profile)
             while True:
                 best = self.store.incumbent(trial.run.id, trial.run.config)
-                keep = Keep(
-                    kept=outcome.status == "ok" and outcome.metric is not None and bool(keeps(best)),
-                    over=None if best is None else best.experiment.id,
-                )
+                if outcome.status == "ok" and outcome.metric is not None:
+                    verdict = decide(best)
+                else:
+                    verdict = Verdict(False, f"not kept: it ended {outcome.status}")
+                keep = Keep(kept=bool(verdict.kept), over=None if best is None else best.experiment.id)
                 try:
-                    return self.store.complete_experiment(
+                    done = self.store.complete_experiment(
                         exp_id,
                         status=outcome.status,
                         metrics=outcome.metrics,
@@ -251,11 +262,12 @@ class ExperimentService:
                         samples=outcome.samples,
                         keep=keep,
                     )
+                    return Recorded(done, verdict.why)
                 except BestChanged:
                     continue
         except Exception as exc:  # the boundary: an experiment whose process ended never stays running
             log.exception("recording experiment %d failed", exp_id)
-            return self.store.complete_experiment(
+            failed = self.store.complete_experiment(
                 exp_id,
                 status="crash",
                 metrics={},
@@ -263,6 +275,7 @@ class ExperimentService:
                 error_tail=f"the result could not be recorded ({type(exc).__name__})",
                 duration_s=measured.duration_s,
             )
+            return Recorded(failed, "not kept: the result could not be recorded")
 
     def record_interrupted(self, trial: Trial, reason: str, duration_s: float) -> ExperimentResult:
         """An experiment that could not finish for a reason outside it (its worker died)."""

@@ -17,11 +17,16 @@ from autoresearch_mcp.contract.arguments import MAX_REEVAL_SEEDS
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment, ExperimentResult
 from autoresearch_mcp.server.store import BestChanged, Keep, better
+from autoresearch_mcp.server.tasks.base import Verdict
 
 if TYPE_CHECKING:
     from autoresearch_mcp.server.experiments import ExperimentService, Measure, Measured, Trial
 
 __all__ = ["MAX_REEVAL_SEEDS", "reeval_seed", "reevaluate"]
+
+
+def _not_yet(best: object) -> Verdict:
+    return Verdict(False, "not kept yet: the mean over the re-evaluations decides")
 
 
 def reeval_seed(run_seed: int, index: int) -> int:
@@ -32,9 +37,10 @@ def reevaluate(
     service: "ExperimentService", trial: "Trial", measured: "Measured", seeds: int, measure: "Measure"
 ) -> ExperimentResult:
     """Record `trial` (not kept yet), measure its re-evaluations, then decide on the mean."""
-    original = service.record(trial, measured, lambda best: False)
+    first = service.record(trial, measured, _not_yet)
+    original = first.experiment
     if original.status != "ok" or original.metric is None:  # recording it failed: nothing to confirm
-        return service.conclude(trial.run, original)
+        return service.conclude(trial.run, original).model_copy(update={"message": first.why})
     values, done = [original.metric], []
     stopped: str | None = None
     for index in range(1, seeds + 1):
@@ -45,7 +51,7 @@ def reevaluate(
         except ResearchError as exc:  # the budget ran out, or the run was finished meanwhile
             stopped = f"{exc.kind}: {str(exc).split('. ')[0]}"
             break
-        recorded = service.record(again, measure(again), lambda best: False)
+        recorded = service.record(again, measure(again), _not_yet).experiment
         service.events.experiment_ended(service.store.get_run(trial.run.id), recorded)
         done.append(recorded)
         if recorded.status != "ok" or recorded.metric is None:

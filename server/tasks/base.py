@@ -3,7 +3,7 @@
 import logging
 import os
 from abc import ABC, abstractmethod
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator
 
@@ -177,13 +177,23 @@ class Task(ABC):
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
         """Run one experiment in the sandbox. Failures are outcomes, never exceptions."""
 
+    def verdict(self, outcome: "Outcome", best: Incumbent | None) -> "Verdict":
+        """Whether an ok outcome becomes the run's new best, and why, in words. This rule: a metric
+        strictly better than the best's (its mean over re-evaluations where it has one). A task whose
+        metric is noisy in a way it can measure (codeopt-records' timings) asks for more."""
+        if outcome.metric is None:
+            return Verdict(False, "not kept: it measured nothing")
+        if best is None:
+            return Verdict(True, f"kept: the run's first result ({self.metric} {outcome.metric:.6g})")
+        value, than = two_apart(outcome.metric, best.value)
+        where = f"the best's {than} (#{best.experiment.iteration})"
+        if better(outcome.metric, best.value, self.direction):
+            return Verdict(True, f"kept: {self.metric} {value} beats {where}")
+        return Verdict(False, f"not kept: {self.metric} {value} does not beat {where}")
+
     def keeps(self, outcome: "Outcome", best: Incumbent | None) -> bool:
-        """Whether an ok outcome becomes the run's new best. This rule: a metric strictly better than
-        the best's (its mean over re-evaluations where it has one). A task whose metric is noisy in a
-        way it can measure (codeopt-records' timings) asks for more."""
-        return best is None or (
-            outcome.metric is not None and better(outcome.metric, best.value, self.direction)
-        )
+        """Whether an ok outcome becomes the run's new best (the verdict without its words)."""
+        return self.verdict(outcome, best).kept
 
     def editable(self) -> list[str]:
         """The files the artifact holds: train.py, or a task folder's `edit` files."""
@@ -239,6 +249,22 @@ class Task(ABC):
     def format_params(self, params: dict[str, Any]) -> str:
         """Compact one-line rendering for summaries."""
         return " ".join(f"{key}={_fmt(value)}" for key, value in params.items()) or "-"
+
+
+class Verdict(NamedTuple):
+    """A keep decision and the sentence that says why (what an experiment's answer ends with)."""
+
+    kept: bool
+    why: str
+
+
+def two_apart(value: float, other: float) -> tuple[str, str]:
+    """The two numbers with the fewest significant digits (4 at least) that tell them apart."""
+    for digits in range(4, 13):
+        a, b = f"{value:.{digits}g}", f"{other:.{digits}g}"
+        if a != b:
+            return a, b
+    return f"{value:.12g}", f"{other:.12g}"
 
 
 def _fmt(value: Any) -> str:

@@ -228,13 +228,14 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(
     assert result.llm_calls == 2
     rows = experiments(tmp_path / "runs.db")
     assert [row[1] for row in rows] == ["ok", "ok"]
-    # The best the agent reports is the one the server kept (whether the rewrite beat the reference here
-    # is the machine's to measure: test_codeopt_task.py times that in the slow set).
+    # The best the agent reports is the one the server kept, if any (whether a rewrite is surely faster
+    # than the original here is the machine's to measure: test_codeopt_task.py times that in the slow
+    # set).
     with sqlite3.connect(tmp_path / "runs.db") as db:
         kept = db.execute(
             "SELECT iteration, metric FROM experiments WHERE kept ORDER BY iteration"
         ).fetchall()
-    assert kept[0][0] == 1 and result.best_metric == kept[-1][1]
+    assert result.best_metric == (kept[-1][1] if kept else None)
     records = load_transcript(result.transcript)
     sent = records[0]["request"]["messages"]
     if mode == "stateful":
@@ -269,7 +270,9 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     """--code-replies text: small models cannot write code inside a JSON string, so they answer with code
     in a python block (here the whole file); the agent sends it unchanged as modify_train_py's source,
     benchmarks it, and shows the result; REVERT v<N> and a reply with no code are handled too."""
-    faster, fastest = rewrites.source_after(1), rewrites.source_after(2)
+    # Three and five of the rewrites: about 3x and 12x the original's speed, so #1 is surely faster and
+    # the run's best (the first rewrite alone is a little slower than the original).
+    faster, fastest = rewrites.source_after(3), rewrites.source_after(5)
     result, bodies = await text_session(
         tmp_path,
         f"Copy the records with dict().\n```python\n{faster}```",
@@ -366,7 +369,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
     """What Qwen2.5-Coder-1.5B did on codeopt seed 123: a code block cut off after a comment, REVERT to a
     version that does not exist, DONE before anything ran. Each answer says what was wrong and offers
     REVERT only once there is a version to go back to, DONE only once something ran well."""
-    faster = rewrites.source_after(1)
+    faster = rewrites.source_after(3)  # about 3x the original: surely faster, so the run has a best
     with FakeOpenAIServer() as fake:
         fake.enqueue(
             chat_completion("```python\n# Use a list to sort instead of bubble sort for speedup."),
@@ -426,9 +429,9 @@ async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make
     times while v2's code was already there, then gave up."""
     result, bodies = await text_session(
         tmp_path,
-        f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```",
+        f"Copy the records with dict().\n```python\n{rewrites.source_after(3)}```",  # surely faster: a best
         "REVERT v2",
-        f"Both fixes.\n```python\n{rewrites.source_after(2)}```",
+        f"Both fixes.\n```python\n{rewrites.source_after(5)}```",
     )
     assert result.stop_reason == "budget" and result.experiments == 2
     answer = note(bodies[2])

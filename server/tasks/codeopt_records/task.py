@@ -12,9 +12,10 @@ Wall time decides: it is what the task asks to shrink, and pairing calls side by
 from moving it. The CPU time of the candidate's cgroup is recorded beside it (`cpu_ms`, `speedup_cpu`):
 a check that the wall-time verdict is not load, where the two disagree.
 
-A new best must be faster than the current one beyond the noise (`keeps`): the harness times the
+A new best must be faster than the current one beyond the noise (`verdict`): the harness times the
 current best beside the candidate too, and the candidate is kept only when the interval of that ratio
-lies above 1 (intervals.py says why side by side, and which interval).
+lies above 1 (intervals.py says why side by side, and which interval); the run's first, only when its
+speedup's interval lies above 1, so a version no faster than the original is never the best.
 """
 
 import hashlib
@@ -37,6 +38,7 @@ from autoresearch_mcp.server.tasks.base import (
     Outcome,
     Task,
     TaskSettings,
+    Verdict,
     sandbox_failure,
 )
 from autoresearch_mcp.server.tasks.codeopt_records import rewrites
@@ -184,21 +186,39 @@ class CodeOptTask(Task):
             return None
         return _profile_of(source, result.result.get("profile"), n)
 
-    def keeps(self, outcome: Outcome, best: Incumbent | None) -> bool:
-        """A new best only when it is faster than the current best beyond the noise: the interval of the
-        ratio best time / candidate time lies above 1. Measured side by side when the benchmark timed
-        this very best beside it; else (the best changed while it ran, or the best has no stored
-        timings) from the stored timings, else the plain rule."""
-        if best is None or outcome.metric is None:
-            return super().keeps(outcome, best)
-        if (
-            outcome.metrics.get("vs_best_iteration") == best.experiment.iteration
-            and "vs_best_low" in outcome.metrics
-        ):
-            return outcome.metrics["vs_best_low"] > 1.0
+    def verdict(self, outcome: Outcome, best: Incumbent | None) -> Verdict:
+        """A new best only when it is surely faster: the first against the reference (its speedup's
+        interval lies above 1), a later one against the current best (the interval of the ratio best
+        time / candidate time lies above 1). Measured side by side when the benchmark timed this very
+        best beside it; else (the best changed while it ran, or the best has no stored timings) from
+        the stored timings, else the plain rule."""
+        metrics = outcome.metrics
+        if outcome.metric is None:
+            return super().verdict(outcome, best)
+        if best is None:
+            if "speedup_low" not in metrics:
+                return super().verdict(outcome, best)
+            said = _interval(metrics["speedup"], metrics["speedup_low"], metrics["speedup_high"])
+            return _surely(metrics["speedup_low"] > 1.0, f"{said} against the original")
+        against = f"against the best (#{best.experiment.iteration})"
+        if metrics.get("vs_best_iteration") == best.experiment.iteration and "vs_best_low" in metrics:
+            said = _interval(metrics["vs_best"], metrics["vs_best_low"], metrics["vs_best_high"])
+            return _surely(metrics["vs_best_low"] > 1.0, f"{said} {against}")
         if best.samples and outcome.samples:
-            return ratio_interval(best.samples, outcome.samples, self.confidence).low > 1.0
-        return super().keeps(outcome, best)
+            ratio = ratio_interval(best.samples, outcome.samples, self.confidence)
+            said = _interval(ratio.estimate, ratio.low, ratio.high)
+            return _surely(ratio.low > 1.0, f"{said} {against}, from stored timings")
+        return super().verdict(outcome, best)
+
+
+def _interval(estimate: float, low: float, high: float) -> str:
+    return f"{estimate:.4g}x [{low:.4g}, {high:.4g}]"
+
+
+def _surely(faster: bool, said: str) -> Verdict:
+    if faster:
+        return Verdict(True, f"kept: {said}: surely faster")
+    return Verdict(False, f"not kept: {said}: not surely faster")
 
 
 def _spans(source: str) -> dict[str, list[int]]:
