@@ -192,8 +192,13 @@ async def test_a_run_finished_from_outside_the_agent_stops_it_with_its_own_reaso
     assert [json.loads(row[2])["x"] for row in experiments(db)] == [0.5]
 
 
+# The stateless baseline's path is the toy task's and the code task's in the default suite; its HPO
+# run repeats the XGBoost training (seconds of CPU per experiment) in the slow set.
+STATELESS_IN_THE_SLOW_SET = pytest.param("stateless", marks=pytest.mark.slow)
+
+
 @pytest.mark.asyncio
-@pytest.mark.parametrize("mode", ["stateful", "stateless"])
+@pytest.mark.parametrize("mode", ["stateful", STATELESS_IN_THE_SLOW_SET])
 async def test_the_scripted_backend_runs_hpo_end_to_end_with_one_llm_call_per_experiment(
     tmp_path: Path, agent_server_env: None, mode: str
 ):
