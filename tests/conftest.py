@@ -46,6 +46,9 @@ NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_cov
 with pytest.MonkeyPatch.context() as _env:
     _env.delenv(ENV_TASK_PLUGINS, raising=False)
     registry.task_names()
+# Task folders are built in too: defining FolderTask (on the first folder a server registers) admits the
+# folder child's sandbox entry point, once per process.
+importlib.import_module("autoresearch_mcp.server.tasks.folder.task")
 
 
 @contextmanager
