@@ -7,6 +7,7 @@ exit status 2, never a traceback; `--help` on every command shows the defaults a
 
 import argparse
 import difflib
+import os
 import re
 import sys
 from typing import NoReturn
@@ -165,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output left (`show | head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except BaseException as exc:  # the top-level handler: a user's error is one line, a bug is not hidden
         if (error := user_error(exc)) is None:
             raise

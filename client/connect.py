@@ -218,6 +218,8 @@ async def connect(
                 yield ResearchClient(client)
     except* ResearchError as group:  # raised by the caller inside the session: pass it on unwrapped
         raise leaf(group) from None
+    except* BrokenPipeError as group:  # our own stdout closed (`show | head`): not the server's doing
+        raise leaf(group) from None
     except* MCPError as group:
         if relay is not None and (said := _server_said(relay)):
             raise ResearchError(said) from None

@@ -10,6 +10,7 @@ import argparse
 import ast
 import re
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,7 +20,8 @@ SPEC_FILE = "autoresearch.toml"
 LOWER_IS_BETTER = ("loss", "error", "err", "mse", "mae", "rmse", "perplexity", "ppl", "time", "seconds", "ms")
 HIGHER_IS_BETTER = ("acc", "accuracy", "f1", "auc", "score", "r2", "precision", "recall", "reward", "speedup")
 FRACTIONS = ("dropout", "subsample", "frac", "fraction", "ratio", "momentum", "beta", "rate_decay")
-METRIC_PRINT = re.compile(r"""print\(\s*f?["']\s*([A-Za-z_][A-Za-z0-9_.\-/]*)\s*[:=]\s*[{"',]""")
+# `print(f"val_loss: {loss}")`, `print("val_loss:", loss)`, `print("val_loss: 0.5")`: the name it prints.
+METRIC_PRINT = re.compile(r"""print\(\s*f?["']\s*([A-Za-z_][A-Za-z0-9_.\-/]*)\s*[:=]\s*[{"',\d.-]""")
 
 
 def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,6 +36,12 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     p.add_argument("--direction", choices=("minimize", "maximize"), help="default: from the metric's name")
     p.add_argument("--timeout", type=float, default=600, help="seconds one run of the script may take")
     p.add_argument("--code", action="store_true", help="the agent edits the script (work = code)")
+    p.add_argument(
+        "--evaluate",
+        action="store_true",
+        help="a trusted evaluator decides the metric: writes evaluate.py (a skeleton to adapt), secret/ for "
+        "what only it may read, and [evaluate]",
+    )
     p.add_argument("--force", action="store_true", help="replace an existing autoresearch.toml")
     p.set_defaults(func=init_main)
 
@@ -194,11 +202,19 @@ def init_main(args: argparse.Namespace) -> int:
     target, text, check, tunable = init_toml(args)
     if target.exists() and not args.force:
         raise ResearchError(f"{target} exists: --force replaces it")
+    if args.evaluate:
+        text += EVALUATE_SECTION
+        check += write_evaluator(target.parent, text)
     target.write_text(text, encoding="utf-8")
     print(f"wrote {target}")
     for item in check:
         print(f"  check: {item}")
-    print(next_step(target.parent, params=tunable))
+    step = next_step(target.parent, params=tunable)
+    print(
+        step.replace("then", "then, once the evaluator's two checks above are done", 1)
+        if args.evaluate
+        else step
+    )
     return 0
 
 
@@ -213,3 +229,58 @@ def next_step(folder: Path, *, params: bool) -> str:
         "(needs ANTHROPIC_API_KEY; a local model: --llm openai --base-url URL); the scripted double "
         "plays only params that the script reads from AUTORESEARCH_PARAMS"
     )
+
+
+# -- init --evaluate ------------------------------------------------------------------------------------
+EVALUATE_SECTION = """
+[evaluate]
+command = ["python", "evaluate.py"]
+reads = ["secret/"]
+outputs = ["predictions.csv"]
+"""
+EVALUATOR = '''"""The evaluator of {name} ([evaluate] in autoresearch.toml): it alone decides {metric}. It runs after
+every process of {script} has ended, in a fresh copy of this folder (your files, never the agent's
+versions) holding the predictions.csv {script} left, and it may read secret/, which no version of
+{script} can. Adapt it to your task: the `{metric}: <number>` line it prints is the metric.
+"""
+
+import csv
+
+with open("predictions.csv") as file:
+    predictions = [float(row[0]) for row in csv.reader(file) if row]
+with open("secret/labels.csv") as file:
+    labels = [float(row[0]) for row in csv.reader(file) if row]
+if len(predictions) != len(labels):
+    raise SystemExit(f"predictions.csv has {{len(predictions)}} rows, secret/labels.csv {{len(labels)}}")
+{score}
+print(f"{metric}: {{value}}")
+'''
+SCORES = {
+    "minimize": "value = sum((p - y) ** 2 for p, y in zip(predictions, labels)) / len(labels)  # mean squared error",
+    "maximize": "value = sum(p == y for p, y in zip(predictions, labels)) / len(labels)  # accuracy",
+}
+
+
+def write_evaluator(folder: Path, toml: str) -> list[str]:
+    """evaluate.py (unless there is one) and secret/; what the user still has to do."""
+    task = tomllib.loads(toml)["task"]
+    script = task["command"][-1]
+    evaluator = folder / "evaluate.py"
+    done = []
+    if evaluator.exists():
+        done.append(
+            "evaluate.py exists and was left as it is: it must print `" + task["metric"] + ": <number>`"
+        )
+    else:
+        text = EVALUATOR.format(
+            name=task["name"], metric=task["metric"], script=script, score=SCORES[task["direction"]]
+        )
+        evaluator.write_text(text, encoding="utf-8")
+        print(f"wrote {evaluator} (a skeleton: adapt how it scores)")
+    (folder / "secret").mkdir(exist_ok=True)
+    return [
+        *done,
+        f"put what only the evaluator may read in {folder / 'secret'} (the skeleton reads labels.csv, one "
+        "per row)",
+        f"make {script} write predictions.csv (one per row, in the labels' order) instead of scoring itself",
+    ]

@@ -23,7 +23,7 @@ from autoresearch_mcp.contract.display import better_way, utc_minute
 from autoresearch_mcp.contract.env import ENV_DB, ENV_TOKEN, default_db_path
 from autoresearch_mcp.contract.errors import ResearchError, error_headline
 from autoresearch_mcp.contract.files import edited_files, file_diffs
-from autoresearch_mcp.contract.models import Experiment, Run, RunStatus
+from autoresearch_mcp.contract.models import JUDGED_BY_WORDS, Experiment, Run, RunStatus
 
 RUN_ID = re.compile(r"^r-[0-9a-f]{10}$")
 DIFF_LINES = 200  # a whole rewrite of a long file would bury the rest of `show`
@@ -265,6 +265,8 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
     print(f"run {run.id}  {run.name or ''}".rstrip())
     print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")
     print(f"metric {run.metric_name} ({arrow(run)}) · created {utc_minute(run.created_at)}")
+    if run.judged_by is not None:
+        print(f"the metric is {JUDGED_BY_WORDS[run.judged_by]}")
     if run.llm:
         print(f"proposed by {run.llm}" + (f": {SCRIPTED_WHAT}" if run.scripted else ""))
     if run.tags:

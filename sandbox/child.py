@@ -171,6 +171,40 @@ def confine_fork(writable: Path | None) -> bool:
     return _restrict(_FS_WRITES | _FS_REFER | _FS_TRUNCATE, rules, tcp=not _network[0], scope=True)
 
 
+def hidden_read_rules(allowed: Iterable[str], hidden: Iterable[str | Path]) -> list[tuple[str, int]]:
+    """Landlock rules for reads beneath `allowed` except `hidden`: a directory that holds a hidden path
+    is opened up entry by entry around it (a rule on a directory reaches all beneath it), and keeps
+    only its listing readable, so a hidden file's name can be seen, never its content."""
+    secret = {os.path.realpath(path) for path in hidden}
+    rules: list[tuple[str, int]] = []
+
+    def around(path: str) -> None:
+        real = os.path.realpath(path)
+        if real in secret:
+            return
+        if not any(Path(inner).is_relative_to(real) for inner in secret):
+            rules.append((path, _FS_READS))
+            return
+        rules.append((path, _FS_READ_DIR))
+        try:
+            names = sorted(os.listdir(path))
+        except OSError:
+            return
+        for name in names:
+            around(os.path.join(path, name))
+
+    for root in allowed:
+        around(root)
+    return rules
+
+
+def confine_fork_reads(rules: Iterable[tuple[str, int]]) -> bool:
+    """One more Landlock layer, for a fork that may read less than the process that forked it (a task
+    folder's script, which may not read what only the evaluator may): reads and executes only as
+    `rules` say (hidden_read_rules). False where Landlock is unavailable."""
+    return _restrict(_FS_READS, list(rules), tcp=False, scope=False)
+
+
 def read_roots(extra: Iterable[str | Path] = ()) -> list[str]:
     """What untrusted code may read (and execute): the working directory, the Python installation, the
     sandbox package, system libraries and `extra`; and the files the harness reads itself after it

@@ -72,6 +72,7 @@ class RunService:
             "metric": spec.metric,
             "direction": spec.direction,
             "options": spec.options(),
+            "judged_by": spec.judged_by,
         }
         if reeval_seeds:
             config["reeval_seeds"] = reeval_seeds

@@ -117,6 +117,8 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     # token here is re-sent each turn).
     head = "" if has_params and run.status == "running" else f"{task.name}: {run.status}, "
     lines = [f"{head}{run.used}/{run.budget} used, {goal} {task.metric} is better{target}"]
+    if run.judged_by == "self-reported":  # no trusted step decides: whoever reads the run must know
+        lines.append(f"{task.metric} is self-reported: the edited script prints it (no [evaluate])")
     best = store.best_experiment(run.id, run.direction)
     current = store.artifacts.latest_version(run.id)
     recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)

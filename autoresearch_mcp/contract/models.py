@@ -8,6 +8,18 @@ from pydantic import BaseModel, Field
 from autoresearch_mcp.contract.profile import Profile
 
 RunStatus = Literal["running", "converged", "exhausted", "stopped"]
+# Who decides a task's metric. evaluator: a trusted step the candidate cannot touch (a folder's
+# [evaluate], a built-in's scorer); benchmark: the harness times the candidate beside the reference on
+# fresh inputs and checks its output; script: params work, where the task's own script prints the
+# metric and no agent edits it; self-reported: code work without [evaluate], where the edited script
+# prints its own metric.
+JudgedBy = Literal["evaluator", "benchmark", "script", "self-reported"]
+JUDGED_BY_WORDS: dict[str, str] = {
+    "evaluator": "decided by the task's evaluator, which the candidate cannot touch",
+    "benchmark": "timed and checked by the harness beside the reference, on fresh inputs",
+    "script": "printed by the task's own script, which the agent does not edit",
+    "self-reported": "self-reported: the last metric line the edited script prints (no [evaluate])",
+}
 ExperimentStatus = Literal["running", "ok", "crash", "timeout", "incorrect", "interrupted"]
 NoteKind = Literal["strategy", "failed"]
 FINISHED_STATUSES: tuple[ExperimentStatus, ...] = ("ok", "crash", "timeout", "incorrect", "interrupted")
@@ -79,6 +91,13 @@ class Run(BaseModel):
     def scripted(self) -> bool:
         """Whether the run's experiments were proposed by the scripted test double, not a model."""
         return (self.llm or "").startswith("scripted")
+
+    @property
+    def judged_by(self) -> JudgedBy | None:
+        """Who decided this run's metric, as its task said when the run started (None: a run from
+        before it was recorded)."""
+        found = self.config.get("judged_by")
+        return found if found in JUDGED_BY_WORDS else None  # type: ignore[return-value]
 
     def reaches_target(self, metric: float) -> bool:
         if self.target is None:
@@ -155,6 +174,11 @@ class StartedRun(BaseModel):
     )
     from_run: str | None = Field(
         default=None, description="the earlier run it started from; its best was re-measured as #1"
+    )
+    judged_by: JudgedBy = Field(
+        default="evaluator",
+        description="who decides the metric: "
+        + "; ".join(f"{key}: {words}" for key, words in JUDGED_BY_WORDS.items()),
     )
 
 
@@ -323,6 +347,9 @@ class TaskInfo(BaseModel):
         default_factory=lambda: ["train.py"],
         description="the files the artifact holds (a task folder's `edit`; several are one text, each "
         "under a header line: contract/files.py)",
+    )
+    judged_by: JudgedBy = Field(
+        default="evaluator", description="who decides the metric (StartedRun.judged_by)"
     )
     agent: AgentProfile
 

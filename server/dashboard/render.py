@@ -14,6 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from autoresearch_mcp import __version__
 from autoresearch_mcp.contract.display import better_way, utc_minute
+from autoresearch_mcp.contract.models import JUDGED_BY_WORDS
 from autoresearch_mcp.contract.transcript import budget_share
 from autoresearch_mcp.server.dashboard.charts import metric_svg, tokens_svg
 from autoresearch_mcp.server.dashboard.views import RunDetail, VersionDiff, run_detail, version_diff
@@ -65,7 +66,7 @@ def make_environment() -> Environment:
         int=fmt_int,
         better=better_way,
     )
-    env.globals.update(version=__version__, budget_share=budget_share)
+    env.globals.update(version=__version__, budget_share=budget_share, judged_by_words=JUDGED_BY_WORDS)
     return env
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator
 
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan, TaskInfo
+from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPlan, TaskInfo
 from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.sandbox.results import BadResult, check_value
@@ -154,6 +154,8 @@ class Task(ABC):
     sandbox_entries: ClassVar[tuple[str, ...]] = ()
     # What the operator may set for this task (its data, its sizes): validated by the task itself.
     settings_model: ClassVar[type[TaskSettings]] = TaskSettings
+    # Who decides the metric (contract JUDGED_BY_WORDS): a task's own harness, by default.
+    judged_by: JudgedBy = "evaluator"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Defining a task admits its harness entry points: the sandbox runs nothing else.
@@ -224,6 +226,7 @@ class Task(ABC):
             experiment_tool=self.experiment_tool,
             params_schema=self.params_model.model_json_schema(),
             files=self.editable(),
+            judged_by=self.judged_by,
             agent=self.agent_profile(),
         )
 

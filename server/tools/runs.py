@@ -32,6 +32,7 @@ def start_run(research: Research, args: StartRunArgs) -> StartedRun:
         metric=task.metric,
         experiment_tool=task.experiment_tool,
         from_run=run.from_run,
+        judged_by=task.judged_by,
     )
 
 

@@ -44,30 +44,44 @@ async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
 
 
 @pytest.mark.asyncio
-async def test_digits_mlp_keeps_its_val_loss_line_last_and_shows_how_long_a_version_trained(settings):
+async def test_digits_mlp_is_scored_by_its_evaluator_whatever_a_version_prints_or_hands_it(settings):
     async with serving(settings) as client:
-        started = await call(client, "start_run", {"task": "digits-mlp", "budget": 2})
+        started = await call(client, "start_run", {"task": "digits-mlp", "budget": 3})
         run_id = started["run_id"]
-        assert started["experiment_tool"] == "run_benchmark"
+        assert started["experiment_tool"] == "run_benchmark" and started["judged_by"] == "evaluator"
         first_result = await call(client, "run_benchmark", {"run_id": run_id})
         first = first_result["experiment"]
         # A version that trains without the Budget, then prints a val_loss line of its own.
         edits = [
             {"search": "while budget.left():", "replace": "while steps < 20:"},
             {
-                "search": "prepare.evaluate(forward(X_val)[1], y_val)",
-                "replace": "prepare.evaluate(forward(X_val)[1], y_val)\nprint('val_loss: 0.0')",
+                "search": "prepare.save(forward(X_val)[1])",
+                "replace": "prepare.save(forward(X_val)[1])\nprint('val_loss: 0.0')",
             },
         ]
         await call(client, "modify_train_py", {"run_id": run_id, "description": "own loop", "edits": edits})
         unbudgeted = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
-    assert first["status"] == "ok" and first["metric"] > 0 and first["metrics"]["steps"] > 0
+        # The payload that scored 0.0 when prepare.load() gave train.py the labels: one-hot "probabilities"
+        # built from y_val. There is no y_val in train.py's reach now; it tries the names it had.
+        one_hot = {
+            "search": "prepare.save(forward(X_val)[1])",
+            "replace": "try:\n    y_val = prepare.load()[3]\nexcept IndexError:\n"
+            "    y_val = np.load('secret/y_val.npy')\nprepare.save(np.eye(10)[y_val])",
+        }
+        await call(client, "revert_train_py", {"run_id": run_id, "version": 1})
+        await call(
+            client, "modify_train_py", {"run_id": run_id, "description": "one-hot", "edits": [one_hot]}
+        )
+        cheat = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+    assert first["status"] == "ok" and first["metric"] > 0 and first["metrics"]["reported.steps"] > 0
     assert first_result["profile"] is None  # profile = false: the metric is a loss, not a time
+    assert 0 < first["metrics"]["val_accuracy"] <= 1  # the evaluator's own second line
     # The Budget ends the loop only once TIME_BUDGET_S have passed: a floor the code sets, whatever
     # the load (how many steps fit in them, and how long 20 steps take, are the machine's).
-    assert first["metrics"]["train_s"] >= 3.0
-    assert unbudgeted["status"] == "ok" and unbudgeted["metrics"]["steps"] == 20  # the changed loop shows
-    assert unbudgeted["metric"] > 0  # evaluate's val_loss: the "val_loss: 0.0" printed after it never counted
+    assert first["metrics"]["reported.train_s"] >= 3.0
+    assert unbudgeted["status"] == "ok" and unbudgeted["metrics"]["reported.steps"] == 20
+    assert unbudgeted["metric"] > 0 and unbudgeted["metrics"]["reported.val_loss"] == 0.0  # never counted
+    assert cheat["status"] == "crash" and "secret/y_val.npy" in cheat["error_tail"]
     assert (TASKS / "digits-mlp" / "prepare.py").read_text().count("TIME_BUDGET_S = 3.0") == 1
 
 
@@ -76,7 +90,7 @@ def test_digits_mlp_binds_its_budget_when_prepare_is_imported():
     spec = importlib.util.spec_from_file_location("digits_mlp_prepare", TASKS / "digits-mlp" / "prepare.py")
     assert spec is not None and spec.loader is not None
     prepare = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(prepare)  # evaluate, which ends the process, is never called here
+    spec.loader.exec_module(prepare)
     prepare.TIME_BUDGET_S = 0.0
     assert prepare.Budget().left()
 

@@ -1,4 +1,4 @@
-"""How a task folder is laid out for its script and how the script is booted (server/tasks/folder/child.py),
+"""How a task folder is laid out for its script (layout.py) and how the script is booted (child.py),
 checked directly: what the layout links rather than copies, and what the boot imports before its filter."""
 
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch_mcp.sandbox.seccomp import seccomp_available
-from autoresearch_mcp.server.tasks.folder import child
+from autoresearch_mcp.server.tasks.folder import child, layout
 
 
 def test_a_small_file_that_is_a_symlink_is_linked_never_copied(tmp_path: Path):
@@ -23,7 +23,7 @@ def test_a_small_file_that_is_a_symlink_is_linked_never_copied(tmp_path: Path):
     (folder / ".env").symlink_to(outside)  # small, but not the folder's: Landlock must still judge the read
     work = tmp_path / "work"
     work.mkdir()
-    cwd = child.lay_out(folder, work, {}, [], links=True)
+    cwd = layout.lay_out(folder, work, {}, [], links=True)
     assert (cwd / ".env").is_symlink() and os.readlink(cwd / ".env") == str(folder / ".env")
     assert not (cwd / "train.py").is_symlink()  # the folder's own small files are copies
 
@@ -40,14 +40,14 @@ def test_a_file_the_server_cannot_read_is_linked_and_the_layout_goes_on(tmp_path
             raise PermissionError(13, "Permission denied", str(source))
         return real_copy(source, target, *args, **kwargs)
 
-    monkeypatch.setattr(child.shutil, "copyfile", refuse_locked)
+    monkeypatch.setattr(layout.shutil, "copyfile", refuse_locked)
     work = tmp_path / "work"
     work.mkdir()
-    cwd = child.lay_out(folder, work, {}, [], links=True)
+    cwd = layout.lay_out(folder, work, {}, [], links=True)
     assert (cwd / "locked.bin").is_symlink() and (cwd / "train.py").read_text() == "print('loss: 1')\n"
     work2 = tmp_path / "work2"
     work2.mkdir()
-    cwd2 = child.lay_out(folder, work2, {}, [], links=False)  # where nothing may be linked: left out
+    cwd2 = layout.lay_out(folder, work2, {}, [], links=False)  # where nothing may be linked: left out
     assert not os.path.lexists(cwd2 / "locked.bin") and (cwd2 / "train.py").is_file()
 
 

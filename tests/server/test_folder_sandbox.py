@@ -19,9 +19,9 @@ from autoresearch_mcp.sandbox.identity import SandboxUser
 from autoresearch_mcp.sandbox.namespaces import read_only_mounts_work, user_flags
 from autoresearch_mcp.sandbox.runner import Limits, network_namespace_available
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome
-from autoresearch_mcp.server.tasks.folder import child as folder_child
+from autoresearch_mcp.server.tasks.folder import layout as folder_layout
 from autoresearch_mcp.server.tasks.folder import task as folder_task_module
-from autoresearch_mcp.server.tasks.folder.child import COPY_UP_TO, lay_out
+from autoresearch_mcp.server.tasks.folder.layout import COPY_UP_TO, lay_out
 from autoresearch_mcp.server.tasks.folder.task import folder_task_class
 from folder_fixture import folder_files, make_folder
 
@@ -455,7 +455,7 @@ def test_a_read_that_holds_the_folder_puts_the_folders_neighbours_around_its_cop
 
 
 def test_a_directory_too_large_to_lay_out_at_each_experiment_is_linked_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(folder_child, "MIRROR_UP_TO", 8)
+    monkeypatch.setattr(folder_layout, "MIRROR_UP_TO", 8)
     folder = make_folder(tmp_path / "user")
     (folder / "many").mkdir()
     for index in range(8):

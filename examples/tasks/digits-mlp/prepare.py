@@ -1,24 +1,18 @@
 """The fixed part of the digits-mlp task, which the agent may not edit (it is not in `edit`): the data,
-the split, the time budget and the evaluation. In the manner of karpathy/autoresearch's prepare.py.
+the time budget, and how the validation probabilities reach the evaluator. In the manner of
+karpathy/autoresearch's prepare.py, except that it does not score: evaluate.py does, after train.py's
+process has ended, with the validation labels that no version of train.py can read (secret/).
 
-Fixed means its text: train.py runs in this same process and could still reach around it (patch
-`evaluate` before calling it, say). What is here makes the plain routes fail or show instead: the
-budget is bound at import, `evaluate` prints how long the version really trained (`train_s`), and it
-ends the process, so no line train.py prints later can stand in for its val_loss (docs/tasks.md).
-
-The data is scikit-learn's bundled handwritten digits (1,797 8x8 images, 10 classes): no download.
+The data is scikit-learn's handwritten digits, split once (make_data.py): no download.
 """
 
-import os
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
-from sklearn.datasets import load_digits
 
 TIME_BUDGET_S = 3.0  # wall-clock seconds of training; the same for every version of train.py
-SPLIT_SEED = 0
+PREDICTIONS = "predictions.npy"  # what save() writes and the evaluator reads ([evaluate] outputs)
 
 
 def _stopwatch() -> Callable[[], float]:
@@ -36,14 +30,10 @@ _within_budget = _within(TIME_BUDGET_S)
 _since_import = _stopwatch()
 
 
-def load() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """X_train, y_train, X_val, y_val: pixels scaled to [0, 1], a fixed 30% validation split."""
-    X, y = load_digits(return_X_y=True)
-    X = X.astype(np.float64) / 16.0
-    order = np.random.default_rng(SPLIT_SEED).permutation(len(y))
-    cut = int(len(y) * 0.7)
-    train, val = order[:cut], order[cut:]
-    return X[train], y[train], X[val], y[val]
+def load() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """X_train, y_train, X_val: pixels scaled to [0, 1]. The validation labels are the evaluator's."""
+    with np.load("data/digits.npz") as data:
+        return data["X_train"] / 16.0, data["y_train"].astype(np.int64), data["X_val"] / 16.0
 
 
 class Budget:
@@ -56,18 +46,12 @@ class Budget:
         return _within_budget(self._elapsed())
 
 
-def evaluate(probabilities: np.ndarray, y_val: np.ndarray) -> None:
-    """Print the metric lines, then end the process: train_s (seconds since prepare was imported, so a
-    version that trains past its Budget, or without one, shows it), val_accuracy, and val_loss
-    (cross-entropy, what the task minimises)."""
-    if probabilities.shape != (len(y_val), 10) or not np.all(np.isfinite(probabilities)):
-        raise SystemExit("evaluate: expected finite probabilities of shape (n_val, 10)")
-    p = np.clip(probabilities[np.arange(len(y_val)), y_val], 1e-12, 1.0)
+def save(probabilities: np.ndarray) -> None:
+    """Write the validation probabilities (one row of 10 per validation image) for the evaluator, and
+    print train_s: seconds since prepare was imported, so a version that trains past its Budget, or
+    without one, shows it (a reported value: the evaluator's val_loss is the metric)."""
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    if probabilities.ndim != 2 or probabilities.shape[1] != 10:
+        raise SystemExit(f"save: expected probabilities of shape (n_val, 10), got {probabilities.shape}")
+    np.save(PREDICTIONS, probabilities)
     print(f"train_s: {_since_import():.2f}")
-    print(f"val_accuracy: {float(np.mean(probabilities.argmax(axis=1) == y_val)):.4f}")
-    print(f"val_loss: {float(-np.mean(np.log(p))):.5f}")
-    # The last val_loss line is the metric: ending here, past atexit, leaves it last. (A task with
-    # `profile = true` must not: its profiled run writes what it measured as the script ends.)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)

@@ -1,6 +1,6 @@
 """A small MLP on the digits, in numpy, trained for a fixed time budget (prepare.py): the file the
 agent edits. Change anything here (architecture, initialisation, optimiser, schedule, batch size);
-keep calling prepare.evaluate on the validation probabilities at the end.
+keep calling prepare.save on the validation probabilities at the end.
 """
 
 import json
@@ -11,7 +11,7 @@ import prepare
 
 params = json.loads(os.environ.get("AUTORESEARCH_PARAMS", "{}"))
 rng = np.random.default_rng(int(os.environ.get("AUTORESEARCH_SEED", "0")))
-X_train, y_train, X_val, y_val = prepare.load()
+X_train, y_train, X_val = prepare.load()
 
 HIDDEN = 32
 LEARNING_RATE = 0.05
@@ -50,4 +50,4 @@ while budget.left():
     steps += 1
 
 print(f"steps: {steps}")
-prepare.evaluate(forward(X_val)[1], y_val)
+prepare.save(forward(X_val)[1])

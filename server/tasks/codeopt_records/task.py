@@ -106,6 +106,7 @@ class CodeOptTask(Task):
     params_model = NoParams
     settings_model = CodeOptSettings
     experiment_tool = "run_benchmark"
+    judged_by = "benchmark"
     sandbox_entries = (ENTRY, PROFILE_ENTRY)
     # The level of the keep rule's interval: an identical-code benchmark is kept with chance
     # (1 - level) / 2. The speedup's own interval (against the reference) is at SPEEDUP_LEVEL.

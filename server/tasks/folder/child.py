@@ -17,16 +17,22 @@ back is the exit status and the ends of stdout and stderr; the server parses the
 
 import json
 import os
-import shutil
-import stat
 import subprocess
 import threading
-from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
 from autoresearch_mcp.sandbox import candidate, identity, profiler, resources, seccomp
-from autoresearch_mcp.sandbox.child import confine_fork, confine_reads, landlock_abi
+from autoresearch_mcp.sandbox.child import (
+    confine_fork,
+    confine_fork_reads,
+    confine_reads,
+    hidden_read_rules,
+    landlock_abi,
+    read_roots,
+)
+from autoresearch_mcp.server.tasks.folder.evaluation import evaluate
+from autoresearch_mcp.server.tasks.folder.layout import lay_out
 
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
 STDOUT_KEEP = 64_000
@@ -35,157 +41,31 @@ ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TZ", "HOME", "TMPDIR", "OMP_NUM_THREADS",
 ENV_KEEP += ("MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONHASHSEED")
 
 
-COPY_UP_TO = 1_000_000  # bytes: a smaller file of the folder is copied, a larger one linked
-COPY_BUDGET = 32_000_000  # bytes copied per experiment at most; past them, small files are linked too
-MIRROR_UP_TO = 5_000  # entries laid out one by one; a directory that would pass them is linked whole
-
-
-class _Layout:
-    """Places the user's entries in the working directory without ever exposing them to a write.
-
-    Directories are real directories here, so what the script creates in one stays in the working
-    directory. A file is copied (the script may overwrite its copy; Python imports a copied script's
-    neighbours from here, not from the folder) or, when large or past the copy budget, symlinked:
-    Landlock refuses a write through the link, and the script may still remove or rename over it, which
-    changes only the link. Never a hard link: that is the user's inode beneath the writable directory,
-    and `open(name, "w")` would truncate the user's file. Without Landlock (`links` false) nothing would
-    refuse a write through a symlink either, so everything is copied there, however large.
-    """
-
-    def __init__(self, links: bool) -> None:
-        self.links = links
-        self.copied = 0
-        self.entries = 0
-
-    def whole(self, source: Path, at: Path) -> None:
-        """`source` at `at` in one piece: a link (read-only), or where there can be none a copy."""
-        if self.links:
-            at.symlink_to(source)
-        elif source.is_dir():
-            self.mirror(source, at, set())
-        elif source.is_file():
-            self._file(str(source), at, source.stat())
-
-    def mirror(self, source: Path, at: Path, keep: set[Path]) -> None:
-        """`source`'s tree as real directories under `at`, breadth first. `keep`, relative to `source`:
-        the directories laid out one by one whatever their size (the way to an edited file), and the
-        edited files, left out (the run's version is written in their place)."""
-        queue = deque([(source, at, Path(), os.path.realpath(source))])
-        seen: set[str] = set()
-        while queue:
-            here, there, relative, real = queue.popleft()
-            if real in seen:
-                continue  # a link back up the tree: laid out already
-            seen.add(real)
-            entries = sorted(_entries(here), key=lambda entry: entry.name)
-            if self.links and relative not in keep and self.entries + len(entries) > MIRROR_UP_TO:
-                there.symlink_to(here)  # too many entries to lay out at each experiment: read-only
-                continue
-            there.mkdir(exist_ok=True)
-            self.entries += len(entries)
-            for entry in entries:
-                name, target = relative / entry.name, there / entry.name
-                if entry.is_dir():
-                    if entry.is_symlink() and self.links and name not in keep:
-                        target.symlink_to(entry.path)  # the user's link: it may lead out of the folder
-                    else:
-                        inner = os.path.realpath(entry.path) if entry.is_symlink() else f"{real}/{entry.name}"
-                        queue.append((Path(entry.path), target, name, inner))
-                elif name in keep:
-                    continue
-                elif entry.is_file() and entry.is_symlink() and self.links:
-                    # Linked, never copied: its target may be outside the folder and the declared reads,
-                    # where Landlock refuses the script a read that a copy would give it.
-                    target.symlink_to(entry.path)
-                elif entry.is_file():
-                    self._file(entry.path, target, entry.stat())
-                elif self.links:
-                    target.symlink_to(entry.path)  # a dangling link, a fifo: nothing to copy
-
-    def read(self, work: Path, cwd: Path, position: Path, real: Path) -> None:
-        """A declared read at `position` from the script's directory, where it is from the folder."""
-        location = Path(os.path.normpath(cwd / position))
-        if cwd.is_relative_to(location):  # it holds the folder: its other entries, level by level
-            for part in cwd.relative_to(location).parts:
-                for entry in _entries(real):
-                    if entry.name != part and not os.path.lexists(location / entry.name):
-                        self.whole(Path(entry.path), location / entry.name)
-                location, real = location / part, real / part
-            return
-        above = [p for p in location.parents if p.is_relative_to(work) and p != work]
-        if os.path.lexists(location) or any(p.is_symlink() or p.is_file() for p in above):
-            return  # inside a read laid out already
-        location.parent.mkdir(parents=True, exist_ok=True)
-        self.whole(real, location)
-
-    def _file(self, source: str, at: Path, info: os.stat_result) -> None:
-        if self.links and (info.st_size > COPY_UP_TO or self.copied + info.st_size > COPY_BUDGET):
-            at.symlink_to(source)
-            return
-        try:
-            shutil.copyfile(source, at)
-        except OSError:  # a file the server may not read (nor could the script): linked, or left out
-            at.unlink(missing_ok=True)
-            if self.links:
-                at.symlink_to(source)
-            return
-        # The owner's mode bits, so an executable stays one; and writable: the copy is the script's.
-        os.chmod(at, stat.S_IMODE(info.st_mode) | stat.S_IWUSR)
-        self.copied += info.st_size
-
-
-def _entries(directory: Path) -> list[os.DirEntry[str]]:
-    """A directory's entries; none where it cannot be listed (nor could the script list it)."""
-    try:
-        with os.scandir(directory) as entries:
-            return list(entries)
-    except OSError:
-        return []
+def _hidden(payload: dict[str, Any]) -> list[str]:
+    """What only the evaluator may read ([evaluate]'s reads, resolved)."""
+    evaluation = payload.get("evaluate") or {}
+    return [real for _, real in evaluation.get("reads", [])]
 
 
 def read_only_paths(payload: dict[str, Any]) -> list[str]:
     """What sandbox/child.py mounts read-only before it confines itself (not run_command: by then Landlock
-    refuses this process any mount): the folder and the declared reads, so that no version of the script can
-    chmod, chown, utime or setxattr the user's files (Landlock does not handle those calls). Refusing the
-    calls themselves with seccomp was the other way: it would reach every file, but shutil.copy, copystat and
-    tempfile chmod their own files in the working directory, and common code would break."""
-    return [payload["folder_path"], *(real for _, real in payload["reads"])]
+    refuses this process any mount): the folder and the declared reads (the evaluator's too), so that no
+    version of the script can chmod, chown, utime or setxattr the user's files (Landlock does not handle
+    those calls). Refusing the calls themselves with seccomp was the other way: it would reach every file,
+    but shutil.copy, copystat and tempfile chmod their own files in the working directory, and common code
+    would break."""
+    return [payload["folder_path"], *(real for _, real in payload["reads"]), *_hidden(payload)]
 
 
-def readable_paths(payload: dict[str, Any]) -> list[str]:
-    """What the script may read besides the system and the server's interpreter (sandbox/child.py makes
-    it reachable to the sandbox's user, then `run_command` confines reads to it): the folder, the declared
-    reads, and the installation of the interpreter that runs the script (a venv and its base)."""
+def readable_paths(payload: dict[str, Any], *, evaluator: bool = True) -> list[str]:
+    """What the harness and the evaluator may read besides the system and the server's interpreter
+    (sandbox/child.py makes it reachable to the sandbox's user, then `run_command` confines reads to it):
+    the folder, the declared reads, the installation of the interpreter that runs the script (a venv and
+    its base), and the evaluator's reads; the script, one Landlock domain deeper, all but those."""
     python = Path(payload["python_path"])
     interpreter = {python.parent.parent, python.resolve().parent.parent}
-    return [payload["folder_path"], *(real for _, real in payload["reads"]), *map(str, interpreter)]
-
-
-def lay_out(folder: Path, work: Path, files: dict[str, str], reads: list[list[str]], *, links: bool) -> Path:
-    """The folder laid out in `work` with the run's version of the edited files, and the declared
-    `reads` ([as declared, resolved]) beside it as they are beside the folder; returns the directory
-    the command runs in. A read that reaches above the folder (`../data`) puts that directory as many
-    levels below `work` as it has `..`, named as the folder's own ancestors, so every relative path the
-    script uses resolves to the place it has in the folder, and every write stays under `work`."""
-    positions = []
-    for declared, real in reads:
-        position = Path(os.path.relpath(os.path.normpath(os.path.join(folder, declared)), folder))
-        if position.parts[:1] == ("..",):
-            positions.append((position, Path(real)))
-    ups = max((position.parts.count("..") for position, _ in positions), default=0)
-    names = folder.parts[1:]
-    cwd = work.joinpath(*names[max(len(names) - ups - 1, 0) :]) if ups else work
-    cwd.parent.mkdir(parents=True, exist_ok=True)
-    keep = {Path()}
-    for name in files:
-        keep |= {Path(name), *Path(name).parents}
-    layout = _Layout(links)
-    layout.mirror(folder, cwd, keep)
-    for name, text in files.items():
-        (cwd / name).write_text(text, encoding="utf-8")
-    for position, real in sorted(positions, key=lambda item: len(item[0].parts)):
-        layout.read(work, cwd, position, real)
-    return cwd
+    paths = [payload["folder_path"], *(real for _, real in payload["reads"]), *map(str, interpreter)]
+    return paths + (_hidden(payload) if evaluator else [])
 
 
 def _tail(stream: IO[bytes], keep: int, out: list[bytes]) -> None:
@@ -198,14 +78,9 @@ def _tail(stream: IO[bytes], keep: int, out: list[bytes]) -> None:
 
 
 def _environment(payload: dict[str, Any], work: Path) -> dict[str, str]:
+    """The script's environment: the harness's scrubbed one, its own home, its params and seed."""
     env = {key: value for key, value in os.environ.items() if key in ENV_KEEP}
-    env.update(
-        HOME=str(work),
-        TMPDIR=str(work),
-        AUTORESEARCH_PARAMS=payload["params"],
-        AUTORESEARCH_SEED=str(payload["seed"]),
-        PYTHONUNBUFFERED="1",
-    )
+    env.update(HOME=str(work), TMPDIR=str(work), AUTORESEARCH_SEED=str(payload["seed"]), PYTHONUNBUFFERED="1")
     return env
 
 
@@ -291,36 +166,51 @@ def booted(command: list[str], python: str, deny: bool, profile: bool) -> list[s
 
 
 def run_command(payload: dict[str, Any]) -> dict[str, Any]:
-    """Payload: the folder, the run's files, the command and its settings. With `profile`, the command
-    runs a second time under the profiler once the first run ended well (`profile_only`: that run
-    alone), and the report carries what it measured."""
+    """Payload: the folder, the run's files, the command and its settings. With `evaluate`, the folder's
+    evaluator runs on what the first run left (evaluation.py), and its report comes back beside the
+    script's. With `profile`, the command runs a second time under the profiler once the first run ended
+    well (`profile_only`: that run alone), and the report carries what it measured."""
     work = Path.cwd()
     folder = Path(payload["folder_path"])
+    hidden = _hidden(payload)
     # Links are safe only where Landlock confines writes (sandbox/child.py did, if the kernel has it).
+    links = landlock_abi() > 0
     resources.hold_quota()  # the layout is not the script's: it may hold more files than its quota
-    cwd = lay_out(folder, work, payload["files"], payload["reads"], links=landlock_abi() > 0)
+    cwd = lay_out(folder, work, payload["files"], payload["reads"], links=links, hidden=hidden)
     if candidate.Setup.ids is not None:  # the script runs as the sandbox's user: the layout is its own
         identity.hand_over(work, candidate.Setup.ids)
     resources.exclude_from_quota(work)
     python = Path(payload["python_path"])
     confine_reads(readable_paths(payload))
+    # The script reads all the harness may but what only the evaluator may: one Landlock layer more.
+    rules = (
+        hidden_read_rules(read_roots(readable_paths(payload, evaluator=False)), hidden) if hidden else None
+    )
     deny = candidate.Setup.deny_processes  # the task did not declare processes; seccomp is here
     command = payload["command"]
     can_profile = bool(payload.get("profile")) and Path(command[0]) == python
+    env = {**_environment(payload, work), "AUTORESEARCH_PARAMS": payload["params"]}
+    timeout = float(payload["timeout_s"])
     report: dict[str, Any] = {"profile": None}
     if not payload.get("profile_only"):
-        report.update(_run(booted(command, str(python), deny, profile=False), payload, work, cwd, {}))
+        plain = booted(command, str(python), deny, profile=False)
+        report.update(_run(plain, env, cwd, work, timeout, rules))
         if report["returncode"] != 0 or report["timed_out"]:
             return report
+        if payload.get("evaluate"):
+            evaluator = booted(payload["evaluate"]["command"], str(python), deny, profile=False)
+            report["evaluation"] = evaluate(
+                payload,
+                work,
+                cwd,
+                _environment(payload, work),
+                lambda *how: _run(evaluator, *how),
+                links=links,
+            )
     if can_profile:
         spec = {"files": list(payload["files"]), "out": str(work / PROFILE_FILE), "max_events": TRACED_EVENTS}
-        ended = _run(
-            booted(command, str(python), deny, profile=True),
-            payload,
-            work,
-            cwd,
-            {"AUTORESEARCH_PROFILE": json.dumps(spec)},
-        )
+        profiled = booted(command, str(python), deny, profile=True)
+        ended = _run(profiled, {**env, "AUTORESEARCH_PROFILE": json.dumps(spec)}, cwd, work, timeout, rules)
         report["profile"] = _read_profile(work / PROFILE_FILE)
         if payload.get("profile_only"):
             report.update(ended)
@@ -340,26 +230,33 @@ def _read_profile(path: Path) -> dict[str, Any] | None:
 
 
 def _run(
-    command: list[str], payload: dict[str, Any], work: Path, cwd: Path, extra_env: dict[str, str]
+    command: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    writable: Path,
+    timeout_s: float,
+    reads: list[tuple[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """One run of the command in `cwd`, its writes confined to `work`; its exit status and the ends
-    of its output."""
+    """One run of the command in `cwd`, its writes confined to `writable` (and its reads to `reads`,
+    Landlock rules, where given); its exit status and the ends of its output."""
 
     def confine_script() -> None:
         """In the child, before exec: its cgroup leaf and an IPC namespace of its own, one Landlock
-        domain deeper, the sandbox's user with no capabilities (with no_new_privs an exec keeps the set
-        it had, all of root's where the server runs as root), and the first seccomp filter: before exec,
-        so that it holds for any command, `processes = true` or not; the boot adds the process filter
-        where the folder did not declare processes (`booted`)."""
+        domain deeper (two with `reads`), the sandbox's user with no capabilities (with no_new_privs an
+        exec keeps the set it had, all of root's where the server runs as root), and the first seccomp
+        filter: before exec, so that it holds for any command, `processes = true` or not; the boot adds
+        the process filter where the folder did not declare processes (`booted`)."""
         candidate.enter()
-        confine_fork(work)
+        confine_fork(writable)
+        if reads is not None:
+            confine_fork_reads(reads)
         candidate.lock(before_exec=True)
 
     candidate.before_fork()  # nothing an earlier run of the script left behind runs on
     proc = subprocess.Popen(
         command,
         cwd=cwd,
-        env={**_environment(payload, work), **extra_env},
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -376,7 +273,7 @@ def _run(
         reader.start()
     timed_out = False
     try:
-        proc.wait(timeout=float(payload["timeout_s"]))
+        proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         os.killpg(proc.pid, 9)

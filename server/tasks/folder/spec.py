@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from autoresearch_mcp.contract.env import data_dir_path
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import JudgedBy
+from autoresearch_mcp.server.tasks.folder.trust import EvaluateSection, hidden_reads
 
 SPEC_FILE = "autoresearch.toml"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
@@ -146,6 +148,7 @@ class FolderSpec(BaseModel):
 
     task: TaskSection
     params: dict[str, ParamSpec] = Field(default_factory=dict, max_length=MAX_PARAMS)
+    evaluate: EvaluateSection | None = None
 
     @model_validator(mode="after")
     def _param_names(self) -> "FolderSpec":
@@ -158,6 +161,12 @@ class FolderSpec(BaseModel):
     def work(self) -> Literal["params", "code"]:
         return self.task.work or ("params" if self.params else "code")
 
+    @property
+    def judged_by(self) -> JudgedBy:
+        if self.evaluate is not None:
+            return "evaluator"
+        return "script" if self.work == "params" else "self-reported"
+
 
 class TaskFolder(BaseModel):
     """A registered folder: where it is, what it declares, and the files the agent may edit."""
@@ -168,6 +177,7 @@ class TaskFolder(BaseModel):
     spec: FolderSpec
     reads: tuple[Path, ...] = Field(description="the declared extra read paths, absolute")
     originals: tuple[tuple[str, str], ...] = Field(description="(file, source) of each `edit` file")
+    hidden: tuple[Path, ...] = Field(default=(), description="[evaluate]'s reads: the evaluator's alone")
 
     def modules(self) -> frozenset[str]:
         """The names the script can import from its own folder: `prepare` for prepare.py, a package
@@ -230,7 +240,12 @@ def load_folder(folder: Path | str, store: Path | None = None) -> TaskFolder:
     )
     for entry, read in zip(spec.task.reads, reads, strict=True):
         _check_read(toml, entry, read, store)
-    return TaskFolder(path=path, spec=spec, reads=reads, originals=tuple(originals))
+    hidden: tuple[Path, ...] = ()
+    if spec.evaluate is not None:
+        hidden = hidden_reads(toml, path, spec.evaluate, spec.task.edit, reads)
+        for entry, read in zip(spec.evaluate.reads, hidden, strict=True):
+            _check_read(toml, entry, read, store)
+    return TaskFolder(path=path, spec=spec, reads=reads, originals=tuple(originals), hidden=hidden)
 
 
 # Run by a folder's `python` when the folder loads: a Python 3 that can run the boot the sandbox puts in

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from autoresearch_mcp.contract import files as artifact
-from autoresearch_mcp.contract.models import AgentProfile, ScriptedPlan
+from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPlan
 from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
@@ -69,9 +69,11 @@ def params_model(spec: FolderSpec) -> type[BaseModel]:
     return create_model("FolderParams", __config__=ConfigDict(extra="forbid"), **fields)
 
 
-def parse_metrics(stdout: str, metric: str) -> tuple[float | None, dict[str, float], str | None]:
+def parse_metrics(
+    stdout: str, metric: str, who: str = "the script"
+) -> tuple[float | None, dict[str, float], str | None]:
     """The metric (the last line naming it), the secondary metrics (the last value of each other name),
-    and what is wrong with the metric when it cannot be recorded."""
+    and what is wrong with the metric when it cannot be recorded (`who` printed it)."""
     values: dict[str, float] = {}
     for line in stdout.splitlines():
         match = METRIC_LINE.match(line)
@@ -82,9 +84,9 @@ def parse_metrics(stdout: str, metric: str) -> tuple[float | None, dict[str, flo
     secondary = {k: v for k, v in values.items() if math.isfinite(v)}
     secondary = dict(list(secondary.items())[-(MAX_METRICS - 1) :])
     if main is None:
-        return None, secondary, f"the script printed no `{metric}: <number>` line on stdout"
+        return None, secondary, f"{who} printed no `{metric}: <number>` line on stdout"
     if not math.isfinite(main):
-        return None, secondary, f"the script printed `{metric}: {main}`, which is not a finite number"
+        return None, secondary, f"{who} printed `{metric}: {main}`, which is not a finite number"
     return main, secondary, None
 
 
@@ -103,12 +105,17 @@ class FolderTask(Task):
     def loaded(self) -> TaskFolder:
         return _load(self.folder, self.store)
 
+    @property  # type: ignore[override]
+    def judged_by(self) -> JudgedBy:  # as the folder says now: an [evaluate] may be added meanwhile
+        return self.loaded.spec.judged_by
+
     def options(self) -> dict[str, Any]:
-        task = self.loaded.spec.task
+        task, evaluate = self.loaded.spec.task, self.loaded.spec.evaluate
         runs = 2 if self.loaded.spec.work == "code" else 1  # code work: the profiled run after the first
+        judging = evaluate.timeout_s if evaluate is not None else 0.0
         limits = Limits(
-            wall_s=runs * task.timeout_s + HARNESS_MARGIN_S,
-            cpu_s=runs * task.timeout_s * task.threads + HARNESS_MARGIN_S,
+            wall_s=runs * task.timeout_s + judging + HARNESS_MARGIN_S,
+            cpu_s=(runs * task.timeout_s + judging) * task.threads + HARNESS_MARGIN_S,
             memory_mb=task.memory_mb,
             threads=task.threads,
             output_bytes=64_000,
@@ -191,6 +198,20 @@ class FolderTask(Task):
             "processes": task.processes,
             # A second run under the profiler, after a run that ended well: once per text of the files.
             "profile": loaded.spec.work == "code" and task.profile and not ctx.profiled,
+            "evaluate": self._evaluate_payload(python),
+        }
+
+    def _evaluate_payload(self, python: str) -> dict[str, Any] | None:
+        evaluate = self.loaded.spec.evaluate
+        if evaluate is None:
+            return None
+        return {
+            "command": [python if part == "python" else part for part in evaluate.command],
+            "reads": [
+                [entry, str(path)] for entry, path in zip(evaluate.reads, self.loaded.hidden, strict=True)
+            ],
+            "outputs": evaluate.outputs,
+            "timeout_s": evaluate.timeout_s,
         }
 
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
@@ -216,6 +237,8 @@ class FolderTask(Task):
                 + (f": {raised}" if raised else "")
                 + f"\n{report.stderr_tail}",
             )
+        if self.loaded.spec.evaluate is not None:
+            return self._judged(report, source)
         metric, secondary, problem = parse_metrics(report.stdout_tail, self.metric)
         if problem is not None or metric is None:
             return Outcome(status="crash", error_tail=f"{problem}\n{report.stderr_tail}".strip())
@@ -224,6 +247,37 @@ class FolderTask(Task):
             metrics={self.metric: metric, **secondary},
             metric=metric,
             profile=self._profile_of(source, report.profile),
+        )
+
+    def _judged(self, report: "ScriptReport", source: str) -> Outcome:
+        """The evaluator's verdict on a run that ended well: its metric line decides; what the script
+        printed is kept beside it as `reported.NAME`, and decides nothing."""
+        evaluation = report.evaluation
+        if evaluation is None:
+            return Outcome(status="crash", error_tail="the harness ran no evaluator for this run")
+        if evaluation.missing is not None:
+            return Outcome(status="crash", error_tail=f"{evaluation.missing}\n{report.stderr_tail}".strip())
+        timeout = self.loaded.spec.evaluate.timeout_s if self.loaded.spec.evaluate else 0
+        if evaluation.timed_out:
+            return Outcome(
+                status="crash", error_tail=f"the evaluator ran past its timeout_s of {timeout:g} s"
+            )
+        if evaluation.returncode != 0:
+            return Outcome(
+                status="crash",
+                error_tail=f"the evaluator exited with status {evaluation.returncode}\n{evaluation.stderr_tail}",
+            )
+        metric, secondary, problem = parse_metrics(evaluation.stdout_tail, self.metric, "the evaluator")
+        if problem is not None or metric is None:
+            return Outcome(status="crash", error_tail=f"{problem}\n{evaluation.stderr_tail}".strip())
+        said, others, _ = parse_metrics(report.stdout_tail, self.metric)
+        reported = {**({self.metric: said} if said is not None else {}), **others}
+        metrics = {self.metric: metric, **secondary}
+        for name, value in reported.items():
+            if len(metrics) < MAX_METRICS and len(f"reported.{name}") <= 64:
+                metrics[f"reported.{name}"] = value
+        return Outcome(
+            status="ok", metrics=metrics, metric=metric, profile=self._profile_of(source, report.profile)
         )
 
     def profile(self, params: BaseModel, source: str, ctx: ExecContext) -> Profile | None:
@@ -263,8 +317,19 @@ def interpreter_hint(python: str | None) -> str:
     )
 
 
+class EvaluationReport(BaseModel):
+    """What the harness reports of the evaluator's run, or why it could not run (`missing`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    missing: str | None = Field(default=None, max_length=2000)
+    returncode: int = 0
+    timed_out: bool = False
+    stdout_tail: str = Field(default="", max_length=70_000)
+    stderr_tail: str = Field(default="", max_length=10_000)
+
+
 class ScriptReport(BaseModel):
-    """What the sandboxed harness reports of one run of the script."""
+    """What the sandboxed harness reports of one run of the script (and of the evaluator after it)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     returncode: int = 0
@@ -272,6 +337,7 @@ class ScriptReport(BaseModel):
     stdout_tail: str = Field(default="", max_length=70_000)
     stderr_tail: str = Field(default="", max_length=10_000)
     profile: dict[str, Any] | None = None  # checked by profiles.build_profile
+    evaluation: EvaluationReport | None = None
 
 
 @lru_cache(maxsize=64)

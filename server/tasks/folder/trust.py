@@ -1,0 +1,92 @@
+"""Who decides a task folder's metric: `[evaluate]`, a trusted step the candidate cannot touch.
+
+Without it the metric is the last `metric: value` line the edited script prints: self-reported, and said
+so wherever a run is shown. With it, the folder's own evaluator (never a version the agent wrote) runs
+after every process of the candidate has ended, in a fresh directory holding copies of the declared
+`outputs`, and may read the `reads` no candidate process can open; its line alone decides.
+
+```toml
+[evaluate]
+command = ["python", "evaluate.py"]   # read from the user's folder, never from the candidate's work dir
+reads = ["secret/"]                    # only the evaluator may read these
+outputs = ["predictions.csv"]          # what the candidate's run must leave for it
+```
+"""
+
+import os
+from pathlib import Path, PurePosixPath
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from autoresearch_mcp.contract.errors import ResearchError
+
+MAX_OUTPUTS = 16
+
+
+def plain_relative(name: str, what: str) -> str:
+    """`name` as a plain relative path (no `..`, not absolute, normalised), or a ValueError."""
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or name != str(path):
+        raise ValueError(f"{what}: {name!r} must be a plain relative path")
+    return name
+
+
+class EvaluateSection(BaseModel):
+    """`[evaluate]`: the command that decides the metric, what only it may read, and what it reads of
+    the candidate's run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(min_length=1, max_length=64)
+    reads: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
+        default_factory=list, max_length=64, description="paths only the evaluator may read"
+    )
+    outputs: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list,
+        max_length=MAX_OUTPUTS,
+        description="files the candidate's run leaves in the script's directory for the evaluator",
+    )
+    timeout_s: float = Field(default=120, gt=0, le=86_400)
+
+    @field_validator("outputs")
+    @classmethod
+    def _outputs_stay_inside(cls, outputs: list[str]) -> list[str]:
+        if len(set(outputs)) != len(outputs):
+            raise ValueError("an output is listed twice")
+        return [plain_relative(name, "outputs") for name in outputs]
+
+
+def hidden_reads(
+    toml: Path, folder: Path, evaluate: EvaluateSection, edit: list[str], reads: tuple[Path, ...]
+) -> tuple[Path, ...]:
+    """`[evaluate]`'s reads, absolute; refused in one line where a candidate could reach what decides
+    its metric: a read the script declares too (or one inside another), an `edit` file that is the
+    evaluator's own or lies in its reads, or a read that does not exist."""
+    hidden = tuple(
+        Path(os.path.realpath(folder / entry if not Path(entry).is_absolute() else entry))
+        for entry in evaluate.reads
+    )
+    for entry, path in zip(evaluate.reads, hidden, strict=True):
+        if not os.path.lexists(path):
+            raise ResearchError(
+                f"{toml}: evaluate.reads: {entry!r}: no such file or directory", kind="bad_argument"
+            )
+        for read in reads:
+            real = Path(os.path.realpath(read))
+            if real.is_relative_to(path) or path.is_relative_to(real):
+                raise ResearchError(
+                    f"{toml}: evaluate.reads: {entry!r} overlaps the script's reads ({read}): what only the "
+                    "evaluator may read cannot be the script's too",
+                    kind="bad_argument",
+                )
+    own = {Path(os.path.realpath(folder / arg)) for arg in evaluate.command[1:] if (folder / arg).is_file()}
+    for file in edit:
+        real = Path(os.path.realpath(folder / file))
+        if real in own or any(real.is_relative_to(path) for path in hidden):
+            raise ResearchError(
+                f"{toml}: edit: {file!r} is the evaluator's (its command or its reads): the agent may not "
+                "edit what decides its metric",
+                kind="bad_argument",
+            )
+    return hidden
