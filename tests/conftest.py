@@ -143,13 +143,40 @@ def agent_server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None
     monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "120")
 
 
+# Set by the `shared_server` fixture for the test that asks for it.
+_shared_server_url: str | None = None
+
+
+@pytest.fixture(scope="session")
+def _worker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from http_servers import serving_process  # imports conftest: here, not at the top
+
+    tmp = tmp_path_factory.mktemp("shared-server")
+    with serving_process(tmp / "runs.db", COVTYPE_FIXTURE, tmp / "data") as (port, _proc):
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.fixture
+def shared_server(_worker_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """One HTTP server per test worker (the toy task, the suite's small sizes), for the agent tests
+    that only need a server to run against: each starts a run of its own, and the run's database is
+    the server's, not the test's. A server spawned per test costs about two CPU seconds of imports;
+    the stdio transport keeps its own tests (test_cli, test_outside_clients, test_persistence)."""
+    monkeypatch.setattr(sys.modules[__name__], "_shared_server_url", _worker_server)
+    return _worker_server
+
+
 def run_args(tmp_path: Path, *extra: str) -> "argparse.Namespace":
-    """`autoresearch-mcp run` on a database of the test's own, quiet, with `extra` flags. The model
-    proposes the first experiment too (`--first model`): a test's replies are the run's experiments,
-    one for one; a test of the recorded defaults passes `--first defaults`."""
+    """`autoresearch-mcp run` on a database of the test's own, quiet, with `extra` flags (with the
+    `shared_server` fixture: against that server instead). The model proposes the first experiment too
+    (`--first model`): a test's replies are the run's experiments, one for one; a test of the recorded
+    defaults passes `--first defaults`."""
     from autoresearch_mcp.cli import build_parser
 
-    argv = ["run", "--db", str(tmp_path / "runs.db"), "--quiet", "--first", "model", *extra]
+    server = (
+        ["--server-url", _shared_server_url] if _shared_server_url else ["--db", str(tmp_path / "runs.db")]
+    )
+    argv = ["run", *server, "--quiet", "--first", "model", *extra]
     return build_parser().parse_args(argv)
 
 

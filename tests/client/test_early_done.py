@@ -1,7 +1,7 @@
 """A DONE while more than half the budget is left is answered "DONE is early", in every mode, and counts
 as a failure (a model that only says DONE ends on the failure streak); with half or less left, a DONE
-ends the run, and only then is DONE offered. End to end against the real stdio server, with the real
-OpenAI SDK talking to a local fake endpoint."""
+ends the run, and only then is DONE offered. End to end against a real server (the worker's shared one,
+over HTTP: conftest.shared_server), with the real OpenAI SDK talking to a local fake endpoint."""
 
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, *extra: st
 
 @pytest.mark.asyncio
 async def test_the_stateful_agent_answers_an_early_done_and_accepts_one_at_half_the_budget(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -45,7 +45,7 @@ async def test_the_stateful_agent_answers_an_early_done_and_accepts_one_at_half_
 
 
 @pytest.mark.asyncio
-async def test_a_model_that_only_says_done_ends_on_the_failure_streak(tmp_path: Path, agent_server_env: None):
+async def test_a_model_that_only_says_done_ends_on_the_failure_streak(tmp_path: Path, shared_server: str):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
             chat_completion(None, [("run_experiment", {"params": {"x": 0.1}})]),
@@ -61,7 +61,7 @@ async def test_a_model_that_only_says_done_ends_on_the_failure_streak(tmp_path: 
 
 
 @pytest.mark.asyncio
-async def test_a_done_with_half_the_budget_left_ends_the_run_at_once(tmp_path: Path, agent_server_env: None):
+async def test_a_done_with_half_the_budget_left_ends_the_run_at_once(tmp_path: Path, shared_server: str):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
             chat_completion(None, [("run_experiment", {"params": {"x": 0.1}})]),
@@ -73,7 +73,7 @@ async def test_a_done_with_half_the_budget_left_ends_the_run_at_once(tmp_path: P
 
 @pytest.mark.asyncio
 async def test_text_replies_are_offered_done_only_where_it_would_end_the_run(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -104,7 +104,7 @@ async def test_text_replies_are_offered_done_only_where_it_would_end_the_run(
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateless", "stateless-strong"])
 async def test_the_baselines_question_an_early_done_once_and_only_the_strong_one_is_told_why(
-    mode: str, tmp_path: Path, agent_server_env: None
+    mode: str, tmp_path: Path, shared_server: str
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -127,7 +127,7 @@ async def test_the_baselines_question_an_early_done_once_and_only_the_strong_one
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", "stateless", "stateless-strong"])
 async def test_done_from_one_keeps_every_mode_going_to_the_end_of_the_budget(
-    mode: str, tmp_path: Path, agent_server_env: None
+    mode: str, tmp_path: Path, shared_server: str
 ):
     """The owner's --done-from 1: a DONE with 1 of 3 experiments left is answered "DONE is early" in
     every mode, and the run ends on its budget (at the default 0.5 that DONE would have ended it)."""

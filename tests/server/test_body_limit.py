@@ -9,7 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from test_http import TOKEN, serving_process
+from test_http import TOKEN
+
+from http_servers import serving_process
 
 BODY_MB = 192
 

@@ -9,9 +9,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from test_http import INITIALIZE, TOKEN, call, connect, serving_process
+from test_http import INITIALIZE, TOKEN, call, connect
 
 from conftest import COVTYPE_FIXTURE
+from http_servers import serving_process
 
 ALLOWED = "research.example.org"
 BEARER = f"Bearer {TOKEN}"
