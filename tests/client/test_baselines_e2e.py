@@ -1,5 +1,6 @@
 """The strongest honest baseline, what a provider billed, and a prompt that outgrows the window: end to
-end against the real stdio server, with the real SDKs talking to local fake LLM endpoints."""
+end against a real server (the worker's shared one, over HTTP), with the real SDKs talking to local fake
+LLM endpoints."""
 
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat
 
 
 @pytest.fixture
-def server_env(agent_server_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """And a key, which the anthropic backend's fake endpoint takes."""
+def server_env(shared_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's shared server (conftest.shared_server), and a key, which the anthropic backend's
+    fake endpoint takes."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
 
 
@@ -105,7 +107,7 @@ async def test_the_stateful_agent_offers_the_params_at_the_top_level_and_nests_t
         )
         args = run_args(
             tmp_path, "--param-replies", "tool", "--task", "hpo-covertype", "--llm", "openai", "--base-url", fake.base_url,
-            "--model", "qwen2.5-coder", "--iterations", "2", "--hpo-threads", "1",
+            "--model", "qwen2.5-coder", "--iterations", "2",
         )  # fmt: skip
         result = await run_session(args, mode="stateful", seed=5)
         bodies = fake.bodies("/chat/completions")

@@ -76,11 +76,13 @@ async def test_text_replies_are_offered_done_only_where_it_would_end_the_run(
     tmp_path: Path, shared_server: str
 ):
     with FakeOpenAIServer() as fake:
+        # Three and five of the rewrites (about 3x and 12x the original's speed): #1 is surely faster,
+        # a version that ran well, so a DONE is "early" rather than "nothing ran well yet".
         fake.enqueue(
-            chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(1)}```"),
+            chat_completion(f"Copy the records with dict().\n```python\n{rewrites.source_after(3)}```"),
             chat_completion("DONE: The code is fast now."),
             chat_completion("REVERT v1"),
-            chat_completion(f"Both fixes.\n```python\n{rewrites.source_after(2)}```"),
+            chat_completion(f"Both fixes.\n```python\n{rewrites.source_after(5)}```"),
             chat_completion("REVERT v2"),
             chat_completion("DONE: nothing else to try."),
         )

@@ -71,7 +71,7 @@ async def test_a_budget_of_one_is_the_models_own_experiment(tmp_path: Path, agen
 
 @pytest.mark.asyncio
 async def test_a_reply_that_restates_the_bests_own_value_is_told_it_changed_nothing(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     # hpo-covertype applies a reply to the best (base="best"): max_depth 6 is the defaults' own value.
     with FakeOpenAIServer() as fake:

@@ -1,8 +1,9 @@
 """By default the stateful agent asks a params task's model for one JSON object of the params it changes,
 in text, and sends it as run_experiment itself: no tool definitions ride on the request (a provider
 bills them, and its own tool-use preamble, on every call). Refusals, replies without JSON and early DONEs
-are answered in text, and a refused reply is not replayed. End to end against the real stdio server,
-with the real OpenAI and Anthropic SDKs talking to local fake endpoints."""
+are answered in text, and a refused reply is not replayed. End to end against a real server (the
+test's own over stdio, or the worker's shared one over HTTP where the test reads nothing of its
+database), with the real OpenAI and Anthropic SDKs talking to local fake endpoints."""
 
 import json
 import sqlite3
@@ -61,7 +62,7 @@ async def test_the_model_is_offered_no_tool_and_its_json_reply_runs_as_an_experi
 
 
 @pytest.mark.asyncio
-async def test_a_refused_reply_is_answered_in_text_and_not_replayed(tmp_path: Path, agent_server_env: None):
+async def test_a_refused_reply_is_answered_in_text_and_not_replayed(tmp_path: Path, shared_server: str):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
             chat_completion('{"x": 0.5}'),
@@ -81,7 +82,7 @@ async def test_a_refused_reply_is_answered_in_text_and_not_replayed(tmp_path: Pa
 
 @pytest.mark.asyncio
 async def test_a_reply_without_json_is_counted_and_answered_with_the_form_to_use(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion("I would raise x a little."), chat_completion('{"x": 1}'))
@@ -96,7 +97,7 @@ async def test_a_reply_without_json_is_counted_and_answered_with_the_form_to_use
 
 @pytest.mark.asyncio
 async def test_an_early_done_is_answered_and_a_done_at_half_the_budget_ends_the_run(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -142,7 +143,7 @@ async def test_over_the_anthropic_api_the_request_carries_no_tools_and_the_param
 
 @pytest.mark.asyncio
 async def test_the_double_with_small_model_habits_is_refused_without_cost_in_json_replies(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     args = run_args(tmp_path, "--task", "toy-quadratic", "--llm", "scripted-sloppy", "--iterations", "6")
     result = await run_session(args, mode="stateful", seed=42)
