@@ -200,7 +200,7 @@ STATELESS_IN_THE_SLOW_SET = pytest.param("stateless", marks=pytest.mark.slow)
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", STATELESS_IN_THE_SLOW_SET])
 async def test_the_scripted_backend_runs_hpo_end_to_end_with_one_llm_call_per_experiment(
-    tmp_path: Path, agent_server_env: None, mode: str
+    tmp_path: Path, shared_server: str, mode: str
 ):
     args = run_args(tmp_path, "--task", "hpo-covertype", "--llm", "scripted", "--iterations", "2")
     result = await run_session(args, mode=mode, seed=42)
@@ -369,7 +369,7 @@ async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_of
 
 @pytest.mark.asyncio
 async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_and_only_the_options_that_can(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     """What Qwen2.5-Coder-1.5B did on codeopt seed 123: a code block cut off after a comment, REVERT to a
     version that does not exist, DONE before anything ran. Each answer says what was wrong and offers
@@ -408,7 +408,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
 
 @pytest.mark.asyncio
 async def test_reverting_back_and_forth_without_benchmarking_ends_on_the_failure_streak(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     """Seed 456 on the real model: REVERT v3, v4, v3, v4... one free call each, never an experiment."""
     with FakeOpenAIServer() as fake:
@@ -428,7 +428,7 @@ async def test_reverting_back_and_forth_without_benchmarking_ends_on_the_failure
 
 @pytest.mark.asyncio
 async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make_not_another_revert(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     """Seed 42 of digits-mlp: offered REVERT again after each revert, the model sent REVERT v2 four
     times while v2's code was already there, then gave up."""
@@ -527,7 +527,7 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
 
 @pytest.mark.asyncio
 async def test_a_repeat_of_the_best_by_leaving_params_out_is_told_the_way_left_from_the_bests_value(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     # x sits on its upper bound (10) in the best; the repeat sends nothing, so only the best says where x is.
     with FakeOpenAIServer() as fake:
@@ -597,7 +597,7 @@ def _error_results(transcript: str) -> list[str]:
 
 @pytest.mark.asyncio
 async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_run_uses_its_budget(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     args = run_args(
         tmp_path, "--param-replies", "tool", "--task", "toy-quadratic", "--llm", "scripted-sloppy",
@@ -616,7 +616,7 @@ async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_r
 
 @pytest.mark.asyncio
 async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_through(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     args = run_args(tmp_path, "--task", "codeopt-records", "--llm", "scripted-sloppy", "--iterations", "4")
     result = await run_session(args, mode="stateful", seed=42)
