@@ -2,7 +2,6 @@
 descriptions that say which task they serve, a refusal that explains a flat call, progress during long
 calls, and a prompt scoped to its task and run."""
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -145,14 +144,14 @@ async def test_get_job_with_a_wait_sends_progress_until_the_job_ends(
             "submit_training_job", {"params": {"x": 0.2, "sleep": 1.0}, "run_id": run_id}
         )
         job_id = job.structured_content["job"]["id"]
-        begun = time.monotonic()
-        with anyio.fail_after(60):
+        # The longest wait there is: an answer at its deadline would trip fail_after long before, so an
+        # answer at all says it came when the job ended.
+        with anyio.fail_after(120):
             done = await client.call_tool(
-                "get_job", {"job_id": job_id, "wait_seconds": 30}, progress_callback=progress
+                "get_job", {"job_id": job_id, "wait_seconds": 600}, progress_callback=progress
             )
     assert done.structured_content["job"]["status"] == "done"
-    assert len(seen) >= 2 and all(total == 30 for _, total, _ in seen)
-    assert time.monotonic() - begun < 30  # it returned when the job ended, not at the deadline
+    assert len(seen) >= 2 and all(total == 600 for _, total, _ in seen)
 
 
 async def test_the_prompt_for_a_code_task_has_no_parameter_rules_and_says_to_read_train_py(settings):
