@@ -89,12 +89,9 @@ async def test_code_stateless_replies_with_the_complete_source_of_each_step_then
 
 def test_after_the_catalogue_each_variant_is_one_edit_away_new_and_still_correct() -> None:
     from autoresearch_mcp.sandbox.guard import check_source
-    from autoresearch_mcp.server.tasks.codeopt_records.records import (
-        first_difference,
-        load_reference,
-        make_records,
-    )
+    from autoresearch_mcp.server.tasks.codeopt_records.records import load_reference, make_records
     from autoresearch_mcp.server.tasks.codeopt_records.task import POLICY
+    from autoresearch_mcp.server.tasks.outputs import first_difference
 
     records = make_records(1500, 11)
     expected = load_reference()(make_records(1500, 11))

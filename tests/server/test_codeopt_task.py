@@ -18,12 +18,12 @@ from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from autoresearch_mcp.server.tasks.codeopt_records.child import HIDDEN_BUILTINS
 from autoresearch_mcp.server.tasks.codeopt_records.records import (
     REFERENCE_SOURCE,
-    first_difference,
     load_reference,
     make_records,
     process_records_fast,
 )
 from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
+from autoresearch_mcp.server.tasks.outputs import first_difference
 from autoresearch_mcp.server.tasks.registry import make_task
 
 SMALL = {"codeopt_records": 1500, "codeopt_repeats": 3}

@@ -1,41 +1,15 @@
-"""The benchmark, which the agent may not edit (it is not in `edit`): check the output of slow.py against
-a trusted reference on fresh inputs, then time it. Prints `seconds: <fastest of 7 calls>` (the least
-disturbed by other work on the machine), the metric to minimise, or exits with an error when the output
-differs.
+"""The benchmark's inputs, which the agent may not edit (it is not in `edit`). The harness calls
+make_input(seed) for each timed call, with a seed it draws fresh and no version of slow.py sees before
+its call, then times pairwise_close on it beside the original slow.py's (the reference) and checks the
+output against it ([benchmark] in autoresearch.toml).
 """
 
 import random
-import statistics
-import sys
-import time
 
-from slow import pairwise_close
+POINTS, RADIUS = 600, 0.05
 
 
-def reference(points, radius):
-    return sorted(
-        (i, j)
-        for i in range(len(points))
-        for j in range(i + 1, len(points))
-        if (points[i][0] - points[j][0]) ** 2 + (points[i][1] - points[j][1]) ** 2 < radius * radius
-    )
-
-
-def make_points(n, seed):
+def make_input(seed):
+    """The arguments of one call: 600 random points in the unit square and the radius."""
     rng = random.Random(seed)
-    return [(rng.random(), rng.random()) for _ in range(n)]
-
-
-for seed in (1, 2, 3):  # correctness first, on inputs the function has never seen
-    points = make_points(300, seed + random.SystemRandom().randrange(1 << 30))
-    if pairwise_close(points, 0.05) != reference(points, 0.05):
-        sys.exit("wrong output: pairwise_close differs from the reference")
-
-times = []
-for repeat in range(7):
-    points = make_points(600, repeat)
-    start = time.perf_counter()
-    pairwise_close(points, 0.05)
-    times.append(time.perf_counter() - start)
-print(f"seconds: {min(times):.5f}")
-print(f"median_seconds: {statistics.median(times):.5f}")
+    return [(rng.random(), rng.random()) for _ in range(POINTS)], RADIUS

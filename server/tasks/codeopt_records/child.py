@@ -20,7 +20,6 @@ One module on purpose: it is all this task runs inside the sandbox (the timed ca
 the profile, each in its fork), so that the trusted side can be read and audited in one place.
 """
 
-import collections
 import gc
 import math
 import time
@@ -47,10 +46,10 @@ from autoresearch_mcp.sandbox.proxies import (
 )
 from autoresearch_mcp.server.tasks.codeopt_records.records import (
     REFERENCE_SOURCE,
-    first_difference,
     make_records,
     process_records_fast,
 )
+from autoresearch_mcp.server.tasks.outputs import NotPlain, first_difference, plain_copy
 
 # The task's guard policy is built from these (task.py); they live here, free of pydantic, because the
 # child enforces them again at run time and should start fast.
@@ -60,8 +59,6 @@ ALLOWED_IMPORTS = frozenset(
 )
 # String-to-attribute helpers would undo the ban on dunder attributes; get_type_hints evaluates strings.
 EXTRA_FORBIDDEN_NAMES = frozenset({"attrgetter", "methodcaller", "get_type_hints", "ForwardRef"})
-MAX_OUTPUT_ITEMS = 200_000  # containers, scalars and string characters in one output
-MAX_DEPTH = 40
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # one call's output as JSON (the reference's is about 4 KB)
 # The profile: sampled over whole calls for at least this long (and this many calls), then one call
 # traced line by line in the hottest function.
@@ -69,10 +66,6 @@ PROFILE_MIN_CALLS, PROFILE_MAX_CALLS, PROFILE_SAMPLE_S = 3, 30, 0.4
 MAX_PROFILE_ROWS = 5000
 _clock = time.perf_counter  # CLOCK_MONOTONIC: the fork's stamps and the harness's compare directly
 __all__ = ["HIDDEN_BUILTINS", "candidate_globals", "run_benchmark"]
-
-
-class NotPlain(Exception):
-    """The candidate returned something other than plain JSON types."""
 
 
 @lru_cache(maxsize=1)
@@ -334,52 +327,11 @@ def _one_call(code: types.CodeType, n: int, seed: int, source: str | None, chann
         channel.send({"error": "raised", "detail": candidate_traceback()})
         return
     try:
-        plain = _plain_copy(output)
+        plain = plain_copy(output)
     except NotPlain as exc:
         channel.send({"error": "type", "detail": str(exc)})
         return
     channel.send({"output": plain, "call_ms": elapsed * 1000})
-
-
-# The stdlib's dict subclasses are what a faster version naturally returns; none changes what the items
-# are, so each is copied as a plain dict. Checked by exact type: a train.py subclass is still refused.
-DICTS = (dict, collections.defaultdict, collections.OrderedDict, collections.Counter)
-
-
-def _plain_copy(value: Any) -> Any:
-    """A fresh copy made of exactly dict, list, str, int, float, bool and None (defaultdict, OrderedDict
-    and Counter become dict), or NotPlain."""
-    budget = [MAX_OUTPUT_ITEMS]
-
-    def copy(item: Any, path: str, depth: int) -> Any:
-        kind = type(item)
-        budget[0] -= 1 + (len(item) if kind is str else 0)
-        if budget[0] < 0:
-            raise NotPlain(f"the output is too large (over {MAX_OUTPUT_ITEMS} items and characters)")
-        if depth > MAX_DEPTH:
-            raise NotPlain(f"{path}: nested more than {MAX_DEPTH} levels deep")
-        if kind in (str, bool) or item is None:
-            return item
-        if kind is int:
-            if abs(item) > 2**63:
-                raise NotPlain(f"{path} is an integer of {item.bit_length()} bits; at most 64 are compared")
-            return item
-        if kind is float:
-            if not math.isfinite(item):
-                raise NotPlain(f"{path} is {item!r}; numbers must be finite")
-            return item
-        if kind is list:
-            return [copy(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(item)]
-        if kind in DICTS:
-            out = {}
-            for key, x in dict.items(item):
-                if type(key) is not str:
-                    raise NotPlain(f"{path}: a dict key of type {type(key).__name__}; keys must be str")
-                out[key] = copy(x, f"{path}[{key!r}]", depth + 1)
-            return out
-        raise NotPlain(f"{path} is a {kind.__name__}; return only dict, list, str, int, float, bool and None")
-
-    return copy(value, "output", 0)
 
 
 def run_profile(payload: dict[str, Any]) -> dict[str, Any]:

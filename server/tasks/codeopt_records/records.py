@@ -3,9 +3,9 @@ reference `process_records` (train.py version 1), a fast trusted twin the harnes
 comparison rule. Half of its length is the reference program itself (`REFERENCE_SOURCE`, the text
 train.py starts from), kept beside the twin it must agree with.
 
-Comparison rule (`first_difference`): same structure; dicts equal as key sets, lists element by element;
-str and bool exact; numbers (int or float, never bool) equal within 1e-9, relative or absolute. The
-reference never rounds, and every summed quantity except the rating is an int, so an honest rewrite that
+Comparison rule (`first_difference`, server/tasks/outputs.py): same structure; dicts equal as key sets,
+lists element by element; str and bool exact; numbers (int or float, never bool) equal within 1e-9,
+relative or absolute. The reference never rounds, and every summed quantity except the rating is an int, so an honest rewrite that
 sums in another order lands within a few ulps of it, never across a rounding boundary.
 """
 
@@ -123,44 +123,6 @@ def process_records_fast(records: list[dict[str, Any]]) -> dict[str, Any]:
         "age_bands": {band: ages[band] for band in sorted(ages)},
         "report": "\n".join(report),
     }
-
-
-def first_difference(expected: Any, got: Any, path: str = "output") -> str | None:
-    """Where `got` departs from `expected` under the comparison rule above, or None when they match."""
-    if isinstance(expected, bool) or isinstance(got, bool):
-        if type(got) is not type(expected) or got != expected:
-            return f"{path}: expected {expected!r}, got {_short(got)}"
-        return None
-    if isinstance(expected, int | float) and type(got) in (int, float):
-        if math.isclose(expected, got, rel_tol=1e-9, abs_tol=1e-9):
-            return None
-        return f"{path}: expected {expected!r}, got {got!r}"
-    if type(got) is not type(expected):
-        return f"{path}: expected a {type(expected).__name__}, got {_short(got)}"
-    if isinstance(expected, dict):
-        missing = [key for key in expected if key not in got]
-        extra = [key for key in got if key not in expected]
-        if missing or extra:
-            return f"{path}: keys differ (missing {missing[:5]}, unexpected {extra[:5]})"
-        for key, value in expected.items():
-            found = first_difference(value, got[key], f"{path}[{key!r}]")
-            if found:
-                return found
-        return None
-    if isinstance(expected, list):
-        if len(got) != len(expected):
-            return f"{path}: expected {len(expected)} items, got {len(got)}"
-        for index, (want, have) in enumerate(zip(expected, got, strict=True)):
-            found = first_difference(want, have, f"{path}[{index}]")
-            if found:
-                return found
-        return None
-    return None if got == expected else f"{path}: expected {_short(expected)}, got {_short(got)}"
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # The slow reference: the task's train.py version 1 and the baseline every speedup divides. Its

@@ -51,20 +51,16 @@ from autoresearch_mcp.server.tasks.codeopt_records.judge import (
     Failure,
     Wrong,
     judge,
-    timing_problem,
-    versus_best,
     wrong_on_check,
 )
 from autoresearch_mcp.server.tasks.codeopt_records.profile import PROFILE
 from autoresearch_mcp.server.tasks.codeopt_records.records import (
     REFERENCE_SOURCE,
 )
-from autoresearch_mcp.server.tasks.intervals import (
-    LEVEL,
-    ratio_interval,
-)
+from autoresearch_mcp.server.tasks.intervals import LEVEL
 from autoresearch_mcp.server.tasks.profiles import build_profile, failing_line
 from autoresearch_mcp.server.tasks.registry import register
+from autoresearch_mcp.server.tasks.speed import speed_verdict, timing_problem, versus_best
 
 ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_benchmark"
 PROFILE_ENTRY = "autoresearch_mcp.server.tasks.codeopt_records.child:run_profile"
@@ -172,7 +168,8 @@ class CodeOptTask(Task):
             return measured
         outcome = judge(measured, seeds, n)
         if outcome.status == "ok":
-            outcome.metrics.update(versus_best(measured, ctx, self.confidence))
+            rival_is_reference = ctx.best_source == REFERENCE_SOURCE
+            outcome.metrics.update(versus_best(measured, ctx, self.confidence, rival_is_reference))
             outcome.profile = _profile_of(source, measured.profile, n)
         return outcome
 
@@ -188,38 +185,11 @@ class CodeOptTask(Task):
         return _profile_of(source, result.result.get("profile"), n)
 
     def verdict(self, outcome: Outcome, best: Incumbent | None) -> Verdict:
-        """A new best only when it is surely faster: the first against the reference (its speedup's
-        interval lies above 1), a later one against the current best (the interval of the ratio best
-        time / candidate time lies above 1). Measured side by side when the benchmark timed this very
-        best beside it; else (the best changed while it ran, or the best has no stored timings) from
-        the stored timings, else the plain rule."""
-        metrics = outcome.metrics
-        if outcome.metric is None:
-            return super().verdict(outcome, best)
-        if best is None:
-            if "speedup_low" not in metrics:
-                return super().verdict(outcome, best)
-            said = _interval(metrics["speedup"], metrics["speedup_low"], metrics["speedup_high"])
-            return _surely(metrics["speedup_low"] > 1.0, f"{said} against the original")
-        against = f"against the best (#{best.experiment.iteration})"
-        if metrics.get("vs_best_iteration") == best.experiment.iteration and "vs_best_low" in metrics:
-            said = _interval(metrics["vs_best"], metrics["vs_best_low"], metrics["vs_best_high"])
-            return _surely(metrics["vs_best_low"] > 1.0, f"{said} {against}")
-        if best.samples and outcome.samples:
-            ratio = ratio_interval(best.samples, outcome.samples, self.confidence)
-            said = _interval(ratio.estimate, ratio.low, ratio.high)
-            return _surely(ratio.low > 1.0, f"{said} {against}, from stored timings")
+        """A new best only when it is surely faster (speed.speed_verdict); the plain rule where the
+        timings cannot say."""
+        if outcome.metric is not None and (said := speed_verdict(outcome, best, self.confidence)):
+            return said
         return super().verdict(outcome, best)
-
-
-def _interval(estimate: float, low: float, high: float) -> str:
-    return f"{estimate:.4g}x [{low:.4g}, {high:.4g}]"
-
-
-def _surely(faster: bool, said: str) -> Verdict:
-    if faster:
-        return Verdict(True, f"kept: {said}: surely faster")
-    return Verdict(False, f"not kept: {said}: not surely faster")
 
 
 def _spans(source: str) -> dict[str, list[int]]:

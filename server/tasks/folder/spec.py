@@ -17,7 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from autoresearch_mcp.contract.env import data_dir_path
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import JudgedBy
-from autoresearch_mcp.server.tasks.folder.trust import EvaluateSection, hidden_reads
+from autoresearch_mcp.server.tasks.folder.trust import (
+    BenchmarkSection,
+    EvaluateSection,
+    benchmark_files,
+    hidden_reads,
+)
 
 SPEC_FILE = "autoresearch.toml"
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
@@ -96,7 +101,9 @@ class TaskSection(BaseModel):
 
     name: str = Field(pattern=NAME_PATTERN, description="what start_run takes")
     description: str = Field(default="", max_length=2000, description="shown to the model")
-    command: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(min_length=1, max_length=64)
+    command: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
+        default_factory=list, max_length=64, description="what runs a version; none with [benchmark]"
+    )
     metric: str = Field(pattern=METRIC_PATTERN, description="the script prints `metric: value`")
     direction: Literal["minimize", "maximize"]
     timeout_s: float = Field(default=600, gt=0, le=86_400)
@@ -125,7 +132,7 @@ class TaskSection(BaseModel):
     def _no_processes_needs_python(self) -> "TaskSection":
         # Without `processes`, a seccomp filter refuses new processes; only a Python interpreter can
         # install it before the script's first line (any other program would be refused its own exec).
-        if not self.processes and self.command[0] != "python" and self.command[0] != self.python:
+        if self.command and not self.processes and self.command[0] not in ("python", self.python):
             raise ValueError(
                 f"command: {self.command[0]!r} is not `python`, and only a Python command runs without new "
                 "processes; declare `processes = true` if this program may start processes"
@@ -149,6 +156,26 @@ class FolderSpec(BaseModel):
     task: TaskSection
     params: dict[str, ParamSpec] = Field(default_factory=dict, max_length=MAX_PARAMS)
     evaluate: EvaluateSection | None = None
+    benchmark: BenchmarkSection | None = None
+
+    @model_validator(mode="after")
+    def _one_judge(self) -> "FolderSpec":
+        if self.benchmark is None:
+            return self
+        if self.evaluate is not None:
+            raise ValueError(
+                "a folder has [evaluate] or [benchmark], not both: one of them decides its metric"
+            )
+        if (self.task.metric, self.task.direction) != ("speedup", "maximize"):
+            raise ValueError(
+                '[benchmark]: its metric is the speedup over the reference: metric = "speedup", '
+                'direction = "maximize"'
+            )
+        if self.task.python is not None:
+            raise ValueError(
+                "[benchmark]: the function runs in the server's own interpreter; leave out `python`"
+            )
+        return self
 
     @model_validator(mode="after")
     def _param_names(self) -> "FolderSpec":
@@ -157,12 +184,20 @@ class FolderSpec(BaseModel):
                 raise ValueError(f"params: {name!r} is not a valid name (letters, digits, underscores)")
         return self
 
+    @model_validator(mode="after")
+    def _something_runs(self) -> "FolderSpec":
+        if not self.task.command and self.benchmark is None:
+            raise ValueError("task.command: the command that runs the script is missing")
+        return self
+
     @property
     def work(self) -> Literal["params", "code"]:
         return self.task.work or ("params" if self.params else "code")
 
     @property
     def judged_by(self) -> JudgedBy:
+        if self.benchmark is not None:
+            return "benchmark"
         if self.evaluate is not None:
             return "evaluator"
         return "script" if self.work == "params" else "self-reported"
@@ -240,6 +275,8 @@ def load_folder(folder: Path | str, store: Path | None = None) -> TaskFolder:
     )
     for entry, read in zip(spec.task.reads, reads, strict=True):
         _check_read(toml, entry, read, store)
+    if spec.benchmark is not None:
+        benchmark_files(toml, path, spec.benchmark, spec.task.edit)
     hidden: tuple[Path, ...] = ()
     if spec.evaluate is not None:
         hidden = hidden_reads(toml, path, spec.evaluate, spec.task.edit, reads)

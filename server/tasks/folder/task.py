@@ -23,10 +23,14 @@ from autoresearch_mcp.contract import files as artifact
 from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPlan
 from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
-from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, sandbox_failure
+from autoresearch_mcp.server.store import Incumbent
+from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, Verdict, sandbox_failure
+from autoresearch_mcp.server.tasks.folder import benchmark
 from autoresearch_mcp.server.tasks.folder.profile import profile
 from autoresearch_mcp.server.tasks.folder.spec import FolderSpec, TaskFolder, load_folder
+from autoresearch_mcp.server.tasks.intervals import LEVEL
 from autoresearch_mcp.server.tasks.profiles import build_profile, exception_line, failing_line
+from autoresearch_mcp.server.tasks.speed import speed_verdict
 
 ENTRY = "autoresearch_mcp.server.tasks.folder.child:run_command"
 MAX_ARTIFACT_BYTES = 1_000_000
@@ -96,7 +100,7 @@ class FolderTask(Task):
 
     folder: Path
     store: Path | None = None  # the server's database, which no declared read may hold
-    sandbox_entries = (ENTRY,)
+    sandbox_entries = (ENTRY, benchmark.ENTRY)
 
     def __init__(self, settings: dict[str, Any]) -> None:
         self.settings = settings
@@ -111,7 +115,8 @@ class FolderTask(Task):
 
     def options(self) -> dict[str, Any]:
         task, evaluate = self.loaded.spec.task, self.loaded.spec.evaluate
-        runs = 2 if self.loaded.spec.work == "code" else 1  # code work: the profiled run after the first
+        # Code work: the profiled run after the first; a [benchmark]'s calls share its one time limit.
+        runs = 2 if self.loaded.spec.work == "code" and self.loaded.spec.benchmark is None else 1
         judging = evaluate.timeout_s if evaluate is not None else 0.0
         limits = Limits(
             wall_s=runs * task.timeout_s + judging + HARNESS_MARGIN_S,
@@ -214,7 +219,17 @@ class FolderTask(Task):
             "timeout_s": evaluate.timeout_s,
         }
 
+    def verdict(self, outcome: Outcome, best: Incumbent | None) -> Verdict:
+        """A [benchmark] folder keeps a version only when it is surely faster (speed.py); any other
+        folder, when its metric is better."""
+        timed = self.loaded.spec.benchmark is not None and outcome.metric is not None
+        if timed and (said := speed_verdict(outcome, best, LEVEL)) is not None:
+            return said
+        return super().verdict(outcome, best)
+
     def execute(self, params: BaseModel, source: str, ctx: ExecContext) -> Outcome:
+        if self.loaded.spec.benchmark is not None:
+            return benchmark.execute(self.loaded, self.editable(), source, ctx)
         task = self.loaded.spec.task
         result = run_sandboxed(ENTRY, self._payload(params, source, ctx), Limits(**ctx.options["limits"]))
         if result.status != "ok" or result.result is None:
@@ -281,8 +296,8 @@ class FolderTask(Task):
         )
 
     def profile(self, params: BaseModel, source: str, ctx: ExecContext) -> Profile | None:
-        if not self.loaded.spec.task.profile:  # the folder said no: profile_train_py has none either
-            return None
+        if not self.loaded.spec.task.profile or self.loaded.spec.benchmark is not None:
+            return None  # the folder said no (profile_train_py has none either), or has no command to run
         payload = {**self._payload(params, source, ctx), "profile": True, "profile_only": True}
         result = run_sandboxed(ENTRY, payload, Limits(**ctx.options["limits"]))
         if result.status != "ok" or result.result is None:

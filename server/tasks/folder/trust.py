@@ -1,4 +1,5 @@
-"""Who decides a task folder's metric: `[evaluate]`, a trusted step the candidate cannot touch.
+"""Who decides a task folder's metric: `[evaluate]` or `[benchmark]`, trusted steps the candidate
+cannot touch.
 
 Without it the metric is the last `metric: value` line the edited script prints: self-reported, and said
 so wherever a run is shown. With it, the folder's own evaluator (never a version the agent wrote) runs
@@ -10,6 +11,18 @@ after every process of the candidate has ended, in a fresh directory holding cop
 command = ["python", "evaluate.py"]   # read from the user's folder, never from the candidate's work dir
 reads = ["secret/"]                    # only the evaluator may read these
 outputs = ["predictions.csv"]          # what the candidate's run must leave for it
+```
+
+A speed task declares `[benchmark]` instead: the harness times the candidate's function beside the
+reference's, on fresh inputs it never sees, and checks its output; the metric is the speedup.
+
+```toml
+[benchmark]
+function = "slow.py:pairwise_close"    # the function a version is timed on (its file is in `edit`)
+inputs = "bench.py:make_input"         # make_input(seed) -> the call's arguments, from your own file
+# reference = "slow.py:pairwise_close" # default: the same function as your folder's file has it
+# check = "bench.py:same"              # same(expected, got) -> None, or what differs; default: equal
+# calls = 20                           # timed calls, each on a fresh input, after one untimed
 ```
 """
 
@@ -55,6 +68,60 @@ class EvaluateSection(BaseModel):
         if len(set(outputs)) != len(outputs):
             raise ValueError("an output is listed twice")
         return [plain_relative(name, "outputs") for name in outputs]
+
+
+FunctionName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_./-]+\.py:[A-Za-z_][A-Za-z0-9_]*$", max_length=200)]
+
+
+class BenchmarkSection(BaseModel):
+    """`[benchmark]`: the function a version is timed on, and the folder's own code that makes its
+    inputs, gives the reference and checks the output (each `file.py:name`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: FunctionName
+    inputs: FunctionName
+    reference: FunctionName | None = Field(
+        default=None, description="default: `function` as the folder has it"
+    )
+    check: FunctionName | None = None
+    calls: int = Field(default=20, ge=2, le=200, description="timed calls, each on a fresh input")
+
+    @field_validator("function", "inputs", "reference", "check")
+    @classmethod
+    def _file_inside(cls, value: str | None) -> str | None:
+        if value is not None:
+            plain_relative(value.partition(":")[0], "a [benchmark] file")
+        return value
+
+    @property
+    def reference_of(self) -> str:
+        return self.reference or self.function
+
+
+def benchmark_files(toml: Path, folder: Path, benchmark: BenchmarkSection, edit: list[str]) -> None:
+    """The function's file is one the agent edits; what makes the inputs, the reference and the check
+    is the folder's own, which it does not: refused in one line otherwise."""
+    function_file = benchmark.function.partition(":")[0]
+    if function_file not in edit:
+        raise ResearchError(
+            f"{toml}: benchmark.function: {function_file} is not in `edit`: the agent must be able to change "
+            "the function it is timed on",
+            kind="bad_argument",
+        )
+    for key in ("inputs", "reference", "check"):
+        value = getattr(benchmark, key) if key != "reference" else benchmark.reference
+        if value is None:
+            continue
+        file = value.partition(":")[0]
+        if file in edit:
+            raise ResearchError(
+                f"{toml}: benchmark.{key}: {file} is in `edit`: the agent may not edit what makes the inputs, "
+                "the reference or the check",
+                kind="bad_argument",
+            )
+        if not (folder / file).is_file():
+            raise ResearchError(f"{toml}: benchmark.{key}: no file {file} in {folder}", kind="bad_argument")
 
 
 def hidden_reads(

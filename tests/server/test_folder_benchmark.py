@@ -1,0 +1,113 @@
+"""A task folder's `[benchmark]`: the harness times a version's function beside the original's on fresh
+inputs and checks every output; nothing a version prints, writes or returns on some inputs only moves
+the verdict. Versions sent through MCP to a real server and the real sandbox."""
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.tasks.folder.spec import load_folder
+
+pytestmark = pytest.mark.anyio
+ORIGINAL = "def total(values):\n    out = 0\n    for v in values:\n        out = out + v\n    return out\n"
+INPUTS = "import random\n\n\ndef make_input(seed):\n    return [random.Random(seed).randrange(100) for _ in range(400)]\n"
+TOML = textwrap.dedent(
+    """\
+    [task]
+    name = "summing"
+    description = "Sum a list faster."
+    metric = "speedup"
+    direction = "maximize"
+    timeout_s = 60
+    edit = {edit}
+    work = "code"
+
+    [benchmark]
+    function = "fast.py:total"
+    inputs = "inputs.py:make_input"
+    calls = 4
+    """
+)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def summing_folder(root: Path, edit: str = '["fast.py"]') -> Path:
+    folder = root / "summing"
+    folder.mkdir()
+    (folder / "fast.py").write_text(ORIGINAL)
+    (folder / "inputs.py").write_text(INPUTS)
+    (folder / "autoresearch.toml").write_text(TOML.format(edit=edit))
+    return folder
+
+
+async def benchmarked(folder: Path, db: Path, *sources: str) -> list[dict[str, Any]]:
+    settings = ServerSettings(db_path=db, task_dirs=[str(folder)])
+    found = []
+    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+        started = (
+            await client.call_tool("start_run", {"task": "summing", "budget": len(sources)})
+        ).structured_content
+        assert started["judged_by"] == "benchmark"
+        for source in sources:
+            edit = {"run_id": started["run_id"], "description": "a version", "source": source}
+            edited = await client.call_tool("modify_train_py", edit)
+            assert not edited.is_error, edited.content
+            answer = await client.call_tool("run_benchmark", {"run_id": started["run_id"]})
+            assert not answer.is_error, answer.content
+            found.append(answer.structured_content["experiment"])
+    return found
+
+
+async def test_no_version_moves_a_benchmarks_verdict_by_what_it_prints_or_returns_on_some_inputs(
+    tmp_path: Path,
+) -> None:
+    folder = summing_folder(tmp_path)
+    honest = "def total(values):\n    return sum(values)\n"
+    prints = honest + 'print("speedup: 1000.0")\n'
+    wrong = "def total(values):\n    return 0\n"
+    # Right on small inputs, wrong on the timed ones (400 values): every call's output is checked.
+    sly = "def total(values):\n    return sum(values) if len(values) < 100 else 0\n"
+    exits = "import sys\n\ndef total(values):\n    sys.exit(0)\n"
+    writes = (
+        "def total(values):\n"
+        '    open("cache.txt", "w").write(str(sum(values)))  # a fork may write nowhere\n'
+        "    return sum(values)\n"
+    )
+    ok, printed, bad, sneaky, exited, wrote = await benchmarked(
+        folder, tmp_path / "runs.db", honest, prints, wrong, sly, exits, writes
+    )
+    for exp in (ok, printed):
+        assert exp["status"] == "ok" and exp["metrics"]["inputs"] == 5
+        assert exp["metrics"]["speedup_low"] <= exp["metric"] <= exp["metrics"]["speedup_high"]
+        assert "reported.speedup" not in exp["metrics"]  # a printed line is no metric here
+    assert bad["status"] == "incorrect" and "wrong output (call 1 of 5" in bad["error_tail"]
+    assert sneaky["status"] == "incorrect" and "expected" in sneaky["error_tail"]
+    assert exited["status"] == "crash" and "SystemExit: 0" in exited["error_tail"]
+    assert wrote["status"] == "crash" and "the function raised an exception at" in wrote["error_tail"]
+    assert "PermissionError" in wrote["error_tail"] or "OSError" in wrote["error_tail"]
+
+
+def test_a_benchmark_whose_agent_could_edit_the_inputs_or_not_the_function_is_refused(tmp_path: Path) -> None:
+    folder = summing_folder(tmp_path, edit='["fast.py", "inputs.py"]')
+    with pytest.raises(ResearchError, match=re.escape("benchmark.inputs: inputs.py is in `edit`")):
+        load_folder(folder)
+    (folder / "autoresearch.toml").write_text(TOML.format(edit='["inputs.py"]').replace("calls = 4", ""))
+    with pytest.raises(ResearchError, match=re.escape("benchmark.function: fast.py is not in `edit`")):
+        load_folder(folder)
+    (folder / "autoresearch.toml").write_text(
+        TOML.format(edit='["fast.py"]').replace('metric = "speedup"', 'metric = "seconds"')
+    )
+    with pytest.raises(ResearchError, match="its metric is the speedup over the reference"):
+        load_folder(folder)
