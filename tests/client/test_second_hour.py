@@ -399,3 +399,20 @@ def test_query_results_declares_a_type_for_every_cell_of_its_rows(tmp_path: Path
 @pytest.mark.parametrize("backend", ["scripted", "scripted-sloppy"])
 def test_every_llm_backend_is_documented(backend: str):
     assert f"| `{backend}` |" in (ROOT / "docs" / "cli.md").read_text()
+
+
+def test_the_apply_command_show_suggests_for_a_code_run_writes_the_best_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    folder = make_folder(tmp_path / "src", extra='work = "code"\nprofile = false')
+    improved = (folder / "train.py").read_text().replace("float(weight) *", "0.5 * float(weight) *")
+    db = run_with_a_second_version(tmp_path, folder, improved)
+    shown = run_here(capsys, "show", "latest", "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    suggested = printed_command(shown.stdout, "write it back: ")
+    target = tmp_path / "mine"
+    target.mkdir()
+    argv = [str(target) if word == "PATH" else word for word in suggested]
+    applied = run_here(capsys, *argv, "--db", str(db))
+    assert applied.returncode == 0, applied.stderr
+    assert (target / "train.py").read_text() == improved
