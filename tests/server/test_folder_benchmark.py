@@ -111,3 +111,24 @@ def test_a_benchmark_whose_agent_could_edit_the_inputs_or_not_the_function_is_re
     )
     with pytest.raises(ResearchError, match="its metric is the speedup over the reference"):
         load_folder(folder)
+
+
+async def test_a_benchmarked_version_comes_back_with_where_its_calls_spend_their_time(tmp_path: Path) -> None:
+    folder = summing_folder(tmp_path)
+    # Slow enough (some milliseconds a call) for the sampler's 0.5 ms ticks to see where the time goes.
+    two_steps = (
+        "def doubled(values):\n    return [v * 2 for v in values for _ in range(300)]\n\n\n"
+        "def total(values):\n    return sum(doubled(values)) // 600\n"
+    )
+    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
+    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+        run_id = (await client.call_tool("start_run", {"task": "summing", "budget": 1})).structured_content[
+            "run_id"
+        ]
+        edit = {"run_id": run_id, "description": "two steps", "source": two_steps}
+        assert not (await client.call_tool("modify_train_py", edit)).is_error
+        result = (await client.call_tool("run_benchmark", {"run_id": run_id})).structured_content
+    profile = result["profile"]
+    assert result["experiment"]["status"] == "ok" and profile is not None
+    assert {f["name"] for f in profile["functions"]} <= {"doubled", "total"} and profile["functions"]
+    assert profile["hot"] in {"doubled", "total"}

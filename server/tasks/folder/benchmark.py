@@ -2,6 +2,7 @@
 harness (benchmark_child.py), and the verdict on what it measured: the speedup over the reference, paired
 call by call, and against the run's best where it was timed beside it (speed.py)."""
 
+import hashlib
 import random
 import secrets
 import sys
@@ -10,11 +11,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from autoresearch_mcp.contract import files as artifact
+from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, sandbox_failure
 from autoresearch_mcp.server.tasks.folder.spec import TaskFolder
 from autoresearch_mcp.server.tasks.intervals import LEVEL
-from autoresearch_mcp.server.tasks.profiles import failing_line
+from autoresearch_mcp.server.tasks.profiles import build_profile, failing_line
 from autoresearch_mcp.server.tasks.speed import Timings, speed_outcome, timing_problem, versus_best
 
 ENTRY = "autoresearch_mcp.server.tasks.folder.benchmark_child:run_benchmark"
@@ -54,6 +56,9 @@ def payload(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext)
         "python_path": sys.executable,  # the harness's own: the function runs in its forks
         "reads": [[entry, str(path)] for entry, path in zip(task.reads, loaded.reads, strict=True)],
         "benchmark": spec.benchmark.model_dump(),
+        # Where its calls spend their time, once per text of the files (a version profiled before in the
+        # run is not profiled again).
+        "profile": task.profile and not ctx.profiled,
     }
 
 
@@ -82,7 +87,7 @@ def execute(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext)
                 metrics={"correct": 0.0},
                 error_tail=f"wrong output ({where}): {wrong.wrong}",
             )
-        timings = Timings.model_validate(report)
+        timings = Timings.model_validate({key: value for key, value in report.items() if key != "profile"})
     except ValidationError as exc:
         return Outcome(status="crash", error_tail=f"the benchmark harness returned a malformed report: {exc}")
     if timings.unmatched():
@@ -92,4 +97,15 @@ def execute(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext)
         return Outcome(status="crash", error_tail=problem)
     outcome = speed_outcome(timings, len(timings.times_ms))
     outcome.metrics.update(versus_best(timings, ctx, LEVEL, best_is_reference=given["rival_files"] is None))
+    outcome.profile = profile_of(source, files, report.get("profile"))
     return outcome
+
+
+def profile_of(source: str, files: list[str], measured: Any) -> Profile | None:
+    if not isinstance(measured, dict):
+        return None
+    how = "the benchmark's calls on one input, sampled; the hottest function's lines traced"
+    try:
+        return build_profile(source, files, hashlib.sha256(source.encode()).hexdigest(), measured, how)
+    except ValueError:  # a malformed profile (ValidationError): the benchmark stands without it
+        return None

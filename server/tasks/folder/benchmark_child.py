@@ -29,15 +29,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from autoresearch_mcp.contract.functions import functions_in
 from autoresearch_mcp.sandbox import candidate, identity, resources, sealed
 from autoresearch_mcp.sandbox.child import confine_reads, landlock_abi
-from autoresearch_mcp.sandbox.isolate import Channel, Isolated, run_isolated, window
+from autoresearch_mcp.sandbox.isolate import Channel, Isolated, clock, run_isolated, window
+from autoresearch_mcp.sandbox.profiler import LineProfiler, Sampler, calibrate
 from autoresearch_mcp.server.tasks.folder.child import read_only_paths, readable_paths
 from autoresearch_mcp.server.tasks.folder.layout import lay_out
 from autoresearch_mcp.server.tasks.outputs import NotPlain, first_difference, plain_copy
 
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # one call's output as JSON
+# The profile: sampled over whole calls for at least this long (and this many calls), then one call
+# traced line by line in the hottest function (as codeopt-records does).
+PROFILE_MIN_CALLS, PROFILE_MAX_CALLS, PROFILE_SAMPLE_S = 3, 30, 0.4
+MAX_PROFILE_ROWS = 5000
 __all__ = ["read_only_paths", "readable_paths", "run_benchmark"]
 
 
@@ -107,7 +113,87 @@ def run_benchmark(payload: dict[str, Any]) -> dict[str, Any]:
     for name, key in (("candidate", "cpu_ms"), ("reference", "reference_cpu_ms"), ("rival", "rival_cpu_ms")):
         if name in times and len(cpu[name]) == calls:
             report[key] = cpu[name]
+    if payload.get("profile"):
+        report["profile"] = _profile(
+            inputs, seed, original, places["candidate"], spec["function"], payload["files"]
+        )
     return report
+
+
+def _profile(
+    inputs: Callable[..., Any], seed: int, original: Path, place: Path, target: str, files: dict[str, str]
+) -> dict[str, Any] | None:
+    """Where the version's calls spend their time, from a fork of its own (no timed call shares it):
+    seconds by line of the edited files, sampled over whole calls on the last input, then one call
+    traced line by line in the hottest function. None when the fork sent nothing usable."""
+    call = run_isolated(
+        partial(_profile_calls, inputs, seed, original, place, target, files),
+        writable=None,
+        max_messages=1,
+        max_bytes=MAX_MESSAGE_BYTES,
+    )
+    message = call.messages[0].message if call.messages and call.problem is None else None
+    return message if isinstance(message, dict) and "sampled" in message else None
+
+
+def _profile_calls(
+    inputs: Callable[..., Any],
+    seed: int,
+    original: Path,
+    place: Path,
+    target: str,
+    files: dict[str, str],
+    channel: Channel,
+) -> None:
+    arguments = _arguments(inputs, seed, original)
+    _enter(place, original)
+    names = {str((place / name).resolve()): name for name in files} | {
+        str(place / name): name for name in files
+    }
+    overhead = calibrate()  # before any of the version's code exists
+    spans = {
+        (name, f.first_line, f.last_line) for name, text in files.items() for f in functions_in(text, name)
+    }
+    try:
+        function = _function(place, target)
+        sampler, calls, spent = Sampler(set(names)), 0, 0.0
+        while calls < PROFILE_MIN_CALLS or (spent < PROFILE_SAMPLE_S and calls < PROFILE_MAX_CALLS):
+            started = clock()
+            sampler.start()
+            try:
+                function(*arguments)
+            finally:
+                sampler.stop()
+            spent += clock() - started
+            calls += 1
+        sampled = [[names[f], line, seconds, hits] for f, line, seconds, hits in sampler.rows()]
+        hot = _hottest(sampled, spans)
+        traced = None
+        if hot is not None:
+            file, first, last = hot
+            tracer = LineProfiler({f for f, name in names.items() if name == file}, lines=(first, last))
+            tracer.start()
+            try:
+                function(*arguments)
+            finally:
+                tracer.stop()
+            traced = [[names[f], line, seconds, hits] for f, line, seconds, hits in tracer.rows(overhead)]
+    except BaseException:  # the version's failure: no profile
+        return
+    channel.send(
+        {"sampled": sampled[:MAX_PROFILE_ROWS], "traced": traced, "other_s": sampler.other_s, "calls": calls}
+    )
+
+
+def _hottest(rows: list[list[Any]], spans: set[tuple[str, int, int]]) -> tuple[str, int, int] | None:
+    """The (file, first line, last line) of the function with the most sampled time."""
+    totals: dict[tuple[str, int, int], float] = {}
+    for file, line, seconds, _ in rows:
+        for span in spans:
+            if span[0] == file and span[1] <= line <= span[2]:
+                totals[span] = totals.get(span, 0.0) + seconds
+                break
+    return max(totals, key=lambda span: totals[span]) if totals else None
 
 
 def _function(place: Path, name: str) -> Callable[..., Any]:
