@@ -36,7 +36,7 @@ COVTYPE_20K = Path(
     os.environ.get("AUTORESEARCH_COVTYPE")
     or ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
 )
-TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 500, 3
+TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 2_000, 3
 NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
 
 
