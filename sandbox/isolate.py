@@ -269,7 +269,17 @@ def _parse(buffer: bytearray, result: Isolated, now: float, sent: float | None, 
 
 
 def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Path | None) -> NoReturn:
-    code = 0
+    code = 1
+    try:
+        code = _confined(work, sock, writable)
+    finally:
+        # Whatever happened above, even an exception out of the report of one (a candidate's exception
+        # whose text raises), the fork ends here: it never returns into the harness's code.
+        os._exit(code)
+
+
+def _confined(work: Callable[[Channel], None], sock: socket.socket, writable: Path | None) -> int:
+    """The fork's life, from its confinement to the end of `work`: its exit code."""
     try:
         candidate.enter()  # the candidate cgroup and an IPC namespace: before anything else runs
         fd = sock.fileno()
@@ -278,20 +288,20 @@ def _run_fork(work: Callable[[Channel], None], sock: socket.socket, writable: Pa
         confine_fork(writable)
         candidate.lock()  # the sandbox's user, no capabilities, the seccomp filters
         work(Channel(sock))
+        return 0
     except SystemExit as exc:  # the candidate's sys.exit: end with its code, as a script would
         if isinstance(exc.code, int):
-            code = exc.code
-        elif exc.code is not None:
+            return exc.code
+        if exc.code is not None:
             print(exc.code, file=sys.stderr)
-            code = 1
+        return 1 if exc.code is not None else 0
     except BaseException:  # the fork's top level: anything else is a crash with its traceback
         print(candidate_traceback(), file=sys.stderr)
-        code = 1
+        return 1
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):  # a candidate may have replaced or closed them
                 stream.flush()
-    os._exit(code)
 
 
 def show_source(filename: str, source: str) -> None:
