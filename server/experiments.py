@@ -216,7 +216,8 @@ class ExperimentService:
             return reevaluate(self, trial, measured, seeds, measure or self.measure)
         done = self.record(trial, measured, lambda best: trial.task.verdict(measured.outcome, best))
         result = self.conclude(trial.run, done.experiment, self._profile(trial, measured.outcome))
-        return result.model_copy(update={"message": done.why})
+        edits = _where_edits_go(result) if trial.task.experiment_tool == ToolName.RUN_BENCHMARK else ""
+        return result.model_copy(update={"message": done.why + edits})
 
     def _profile(self, trial: Trial, outcome: Outcome) -> Profile | None:
         """The profile to return with an experiment: the one just measured, or, for a version that ran
@@ -308,6 +309,18 @@ class ExperimentService:
         if status is not None:
             self.events.run_finished(after)
         return experiment_result(after, exp, profile)
+
+
+def _where_edits_go(result: ExperimentResult) -> str:
+    """After a version that is not the best: the next edit changes it, not the best (a model that built
+    on a rejected version carried its faults into the next ones)."""
+    exp, best = result.experiment, result.best
+    if result.is_new_best or best is None or exp.artifact_version == best.artifact_version:
+        return ""
+    return (
+        f". train.py stays v{exp.artifact_version}, the version edits change; the best is "
+        f"v{best.artifact_version} (revert_train_py to build on it)"
+    )
 
 
 def experiment_result(run: Run, exp: Experiment, profile: Profile | None = None) -> ExperimentResult:

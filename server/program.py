@@ -12,6 +12,7 @@ from mcp.server import MCPServer
 from pydantic import Field
 
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.models import JUDGED_BY_WORDS
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
@@ -49,9 +50,11 @@ PARAMS_RULES = """- Parameters travel inside one `params` object, e.g. {tool}(ru
 
 CODE_RULES = """- Read train.py with get_current_train_py before your first edit, and again when a search text was
   not found: edits must match the current version exactly.
-- Keep what the harness needs: the entry point named in the task description, its signature and its
-  output; use only the imports the description allows. The harness owns the inputs, the correctness
-  check and the timing."""
+- An edit changes the current version, which is not always the best: revert_train_py goes back to a
+  version before you build on it.
+- Keep what the task needs: the function the task description names (its signature and what it returns),
+  the files' names and what they read and write; use only the imports the description allows.
+- The metric is {judged}."""
 
 
 def render_program(task: Task, run_id: str | None = None) -> str:
@@ -79,7 +82,7 @@ def render_program(task: Task, run_id: str | None = None) -> str:
         )
         refused = "invalid params, an exact repeat"
     else:
-        rules = CODE_RULES
+        rules = CODE_RULES.format(judged=JUDGED_BY_WORDS[task.judged_by])
         refused = "a rejected edit, a search text that is not in train.py"
     return PROGRAM.format(
         task_name=task.name,

@@ -202,7 +202,8 @@ class RunService:
 
     def finish_run(self, run: RunRef, reason: str) -> tuple[Run, str]:
         """End a running run: converged when its best reaches the target, else stopped. A finished run
-        stays as it is (idempotent). Returns it with its final summary."""
+        keeps its status, and the reason is kept after its own (said twice, once). Returns it with its
+        final summary."""
         check_text(reason, "the reason", multiline=True)
         record = self.store.run(run)
         if self.store.status_of(record.id) == "running":
@@ -211,6 +212,8 @@ class RunService:
                 status = "converged"
             record = self.store.set_run_status(record.id, status, reason)
             self.events.run_finished(record)
+        elif reason.strip():  # the run had ended (its budget, a target): the reason is kept after its own
+            record = self.store.add_finish_reason(record.id, f"finish_run: {reason.strip()}")
         else:
             record = self.store.get_run(record.id)
         return record, self.get_run_summary(record)

@@ -112,6 +112,18 @@ class Store(ExperimentStore):
             )
         return self.get_run(run_id)
 
+    def add_finish_reason(self, run_id: str, reason: str) -> Run:
+        """A finished run's reason, with more said after it (finish_run on a run the budget ended)."""
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT finish_reason FROM runs WHERE id = ?", (run_id,)).fetchone()
+            said = row["finish_reason"] if row is not None else None
+            if said is None or reason not in said:
+                joined = reason if not said else f"{said}; {reason}"
+                conn.execute(
+                    "UPDATE runs SET finish_reason = ?, updated_at = ? WHERE id = ?", (joined, now(), run_id)
+                )
+        return self.get_run(run_id)
+
     def update_run_options(self, run_id: str, values: dict[str, Any]) -> None:
         """Merge values into the run's task options (e.g. a baseline measured once per run)."""
         with self.db.transaction() as conn:

@@ -119,15 +119,15 @@ def speed_verdict(outcome: Outcome, best: Incumbent | None, level: float) -> Ver
         if "speedup_low" not in metrics:
             return None
         said = _interval(metrics["speedup"], metrics["speedup_low"], metrics["speedup_high"])
-        return _surely(metrics["speedup_low"] > 1.0, f"{said} against the original")
+        return _surely(metrics["speedup_low"], metrics["speedup_high"], f"{said} against the original")
     against = f"against the best (#{best.experiment.iteration})"
     if metrics.get("vs_best_iteration") == best.experiment.iteration and "vs_best_low" in metrics:
         said = _interval(metrics["vs_best"], metrics["vs_best_low"], metrics["vs_best_high"])
-        return _surely(metrics["vs_best_low"] > 1.0, f"{said} {against}")
+        return _surely(metrics["vs_best_low"], metrics["vs_best_high"], f"{said} {against}")
     if best.samples and outcome.samples:
         ratio = ratio_interval(best.samples, outcome.samples, level)
         said = _interval(ratio.estimate, ratio.low, ratio.high)
-        return _surely(ratio.low > 1.0, f"{said} {against}, from stored timings")
+        return _surely(ratio.low, ratio.high, f"{said} {against}, from stored timings")
     return None
 
 
@@ -135,7 +135,8 @@ def _interval(estimate: float, low: float, high: float) -> str:
     return f"{estimate:.4g}x [{low:.4g}, {high:.4g}]"
 
 
-def _surely(faster: bool, said: str) -> Verdict:
-    if faster:
+def _surely(low: float, high: float, said: str) -> Verdict:
+    """Kept when the whole interval lies above 1; said to be slower when it lies below."""
+    if low > 1.0:
         return Verdict(True, f"kept: {said}: surely faster")
-    return Verdict(False, f"not kept: {said}: not surely faster")
+    return Verdict(False, f"not kept: {said}: " + ("surely slower" if high < 1.0 else "not surely faster"))

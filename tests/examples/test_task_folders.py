@@ -46,7 +46,7 @@ async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
 @pytest.mark.asyncio
 async def test_digits_mlp_is_scored_by_its_evaluator_whatever_a_version_prints_or_hands_it(settings):
     async with serving(settings) as client:
-        started = await call(client, "start_run", {"task": "digits-mlp", "budget": 3})
+        started = await call(client, "start_run", {"task": "digits-mlp", "budget": 4})
         run_id = started["run_id"]
         assert started["experiment_tool"] == "run_benchmark" and started["judged_by"] == "evaluator"
         first_result = await call(client, "run_benchmark", {"run_id": run_id})
@@ -73,6 +73,15 @@ async def test_digits_mlp_is_scored_by_its_evaluator_whatever_a_version_prints_o
             client, "modify_train_py", {"run_id": run_id, "description": "one-hot", "edits": [one_hot]}
         )
         cheat = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
+        # What a strong model did instead: look the held-out images up in scikit-learn's public copy.
+        lookup = {
+            "search": "prepare.save(forward(X_val)[1])",
+            "replace": "from sklearn.datasets import load_digits\nX, y = load_digits(return_X_y=True)\n"
+            "prepare.save(np.eye(10)[y[:len(X_val)]])",
+        }
+        await call(client, "revert_train_py", {"run_id": run_id, "version": 1})
+        await call(client, "modify_train_py", {"run_id": run_id, "description": "look up", "edits": [lookup]})
+        looked = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
     assert first["status"] == "ok" and first["metric"] > 0 and first["metrics"]["reported.steps"] > 0
     assert first_result["profile"] is None  # profile = false: the metric is a loss, not a time
     assert 0 < first["metrics"]["val_accuracy"] <= 1  # the evaluator's own second line
@@ -82,6 +91,7 @@ async def test_digits_mlp_is_scored_by_its_evaluator_whatever_a_version_prints_o
     assert unbudgeted["status"] == "ok" and unbudgeted["metrics"]["reported.steps"] == 20
     assert unbudgeted["metric"] > 0 and unbudgeted["metrics"]["reported.val_loss"] == 0.0  # never counted
     assert cheat["status"] == "crash" and "secret/y_val.npy" in cheat["error_tail"]
+    assert looked["status"] == "crash" and "PermissionError" in looked["error_tail"]
     assert (TASKS / "digits-mlp" / "prepare.py").read_text().count("TIME_BUDGET_S = 3.0") == 1
 
 

@@ -132,3 +132,17 @@ async def test_a_benchmarked_version_comes_back_with_where_its_calls_spend_their
     assert result["experiment"]["status"] == "ok" and profile is not None
     assert {f["name"] for f in profile["functions"]} <= {"doubled", "total"} and profile["functions"]
     assert profile["hot"] in {"doubled", "total"}
+
+
+async def test_profile_train_py_answers_for_a_benchmark_folder_before_any_benchmark(tmp_path: Path) -> None:
+    folder = summing_folder(tmp_path)
+    slow = "def total(values):\n    return sum(v for v in values for _ in range(300)) // 300\n"
+    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
+    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+        run_id = (await client.call_tool("start_run", {"task": "summing", "budget": 1})).structured_content[
+            "run_id"
+        ]
+        edit = {"run_id": run_id, "description": "slower", "source": slow}
+        assert not (await client.call_tool("modify_train_py", edit)).is_error
+        found = (await client.call_tool("profile_train_py", {"run_id": run_id})).structured_content
+    assert found["profile"] is not None and found["profile"]["hot"] == "total"

@@ -159,7 +159,8 @@ async def test_the_prompt_for_a_code_task_has_no_parameter_rules_and_says_to_rea
         code = (await client.get_prompt("autoresearch", {"task": "codeopt-records"})).messages[0].content.text
         params = (await client.get_prompt("autoresearch", {"task": "hpo-covertype"})).messages[0].content.text
     assert "`params`" not in code and "n_estimators" not in code
-    assert "get_current_train_py before your first edit" in code and "Keep what the harness needs" in code
+    assert "get_current_train_py before your first edit" in code and "Keep what the task needs" in code
+    assert "The metric is timed and checked by the harness beside the reference" in code
     assert 'start_run(task="codeopt-records")' in code and "run_id on every later call" in code
     assert "inside one `params` object" in params and "n_estimators (int >=10 <=1000, default 100)" in params
 

@@ -101,6 +101,15 @@ def execute(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext)
     return outcome
 
 
+def profile(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext) -> Profile | None:
+    """Where `source`'s function spends its time on one input, measured apart from any experiment."""
+    given = {**payload(loaded, files, source, ctx), "profile_only": True, "seed": secrets.randbits(48)}
+    result = run_sandboxed(ENTRY, given, Limits(**ctx.options["limits"]))
+    if result.status != "ok" or not isinstance(result.result, dict):
+        return None
+    return profile_of(source, files, result.result.get("profile"))
+
+
 def profile_of(source: str, files: list[str], measured: Any) -> Profile | None:
     if not isinstance(measured, dict):
         return None

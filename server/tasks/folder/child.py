@@ -44,7 +44,7 @@ ENV_KEEP += ("MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHON
 def _hidden(payload: dict[str, Any]) -> list[str]:
     """What only the evaluator may read ([evaluate]'s reads, resolved)."""
     evaluation = payload.get("evaluate") or {}
-    return [real for _, real in evaluation.get("reads", [])]
+    return list(evaluation.get("hidden", []))
 
 
 def read_only_paths(payload: dict[str, Any]) -> list[str]:

@@ -35,8 +35,20 @@ def search_space(params: type[BaseModel]) -> str:
     return ", ".join(parts)
 
 
+# Who decides the metric, as the model reads it: what it may and may not expect to move the number.
+JUDGED = {
+    "script": "the script prints it",
+    "self-reported": "the script prints it",
+    "evaluator": "an evaluator scores what the script leaves, after it ends (what the script prints does "
+    "not count)",
+    "benchmark": "the harness times the function beside the original's on fresh inputs and checks its "
+    "output (what the script prints does not count)",
+}
+
+
 def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> AgentProfile:
     task = spec.task
+    judged = JUDGED[spec.judged_by]
     goal = "lower" if task.direction == "minimize" else "higher"
     about = " ".join(task.description.split()) or f"the task {task.name}"
     if spec.work == "params":
@@ -101,7 +113,7 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
     return AgentProfile(
         system_prompt=(
             f"You improve a training script autonomously, one change per reply. The task: {about} The "
-            f"metric is {task.metric} ({goal} is better); the script prints it. You may change {files}. "
+            f"metric is {task.metric} ({goal} is better); {judged}. You may change {files}. "
             f"{turn_shows} Reply with one replace_function call (a function's whole new def, same name "
             "and parameters) or one modify_train_py call, with either edits (search/replace pairs, each "
             "search text copied exactly from the code shown and occurring once) or source (the whole new "
@@ -111,13 +123,13 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
         ),
         tools=[ToolName.REPLACE_FUNCTION, ToolName.MODIFY_TRAIN_PY, ToolName.REVERT_TRAIN_PY],
         how=f"{look} {files} with replace_function or modify_train_py (small search/replace "
-        "edits), then call run_benchmark: it runs the script and records the metric it prints. Revert with revert_train_py when a change "
-        "crashed or was worse.",
+        "edits), then call run_benchmark: it runs the new version and records its metric. Revert with "
+        "revert_train_py when a change crashed or was worse.",
         benchmark_after_edit=True,
         turn="Next?",
         text_system_prompt=(
             f"You improve a training script autonomously. The task: {about} The metric is {task.metric} "
-            f"({goal} is better); the script prints it. {turn_shows} {text_reply} "
+            f"({goal} is better); {judged}. {turn_shows} {text_reply} "
             "Each new version is run at once. If a version crashed or was worse, reply REVERT v<N> to go "
             "back to version N. When no idea is left, reply DONE: <reason>."
         ),

@@ -28,6 +28,7 @@ from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, Verdi
 from autoresearch_mcp.server.tasks.folder import benchmark
 from autoresearch_mcp.server.tasks.folder.profile import profile
 from autoresearch_mcp.server.tasks.folder.spec import FolderSpec, TaskFolder, load_folder
+from autoresearch_mcp.server.tasks.folder.trust import package_read
 from autoresearch_mcp.server.tasks.intervals import LEVEL
 from autoresearch_mcp.server.tasks.profiles import build_profile, exception_line, failing_line
 from autoresearch_mcp.server.tasks.speed import speed_verdict
@@ -210,11 +211,12 @@ class FolderTask(Task):
         evaluate = self.loaded.spec.evaluate
         if evaluate is None:
             return None
+        reads = zip(evaluate.reads, self.loaded.hidden, strict=True)
         return {
             "command": [python if part == "python" else part for part in evaluate.command],
-            "reads": [
-                [entry, str(path)] for entry, path in zip(evaluate.reads, self.loaded.hidden, strict=True)
-            ],
+            # Laid out beside the evaluator as the script's reads are; a package's file stays where it is.
+            "reads": [[entry, str(path)] for entry, path in reads if package_read(entry) is None],
+            "hidden": [str(path) for path in self.loaded.hidden],  # what no process of the script may read
             "outputs": evaluate.outputs,
             "timeout_s": evaluate.timeout_s,
         }
@@ -296,8 +298,10 @@ class FolderTask(Task):
         )
 
     def profile(self, params: BaseModel, source: str, ctx: ExecContext) -> Profile | None:
-        if not self.loaded.spec.task.profile or self.loaded.spec.benchmark is not None:
-            return None  # the folder said no (profile_train_py has none either), or has no command to run
+        if not self.loaded.spec.task.profile:  # the folder said no: profile_train_py has none either
+            return None
+        if self.loaded.spec.benchmark is not None:
+            return benchmark.profile(self.loaded, self.editable(), source, ctx)
         payload = {**self._payload(params, source, ctx), "profile": True, "profile_only": True}
         result = run_sandboxed(ENTRY, payload, Limits(**ctx.options["limits"]))
         if result.status != "ok" or result.result is None:

@@ -26,7 +26,9 @@ inputs = "bench.py:make_input"         # make_input(seed) -> the call's argument
 ```
 """
 
+import importlib.util
 import os
+import re
 from pathlib import Path, PurePosixPath
 from typing import Annotated
 
@@ -53,7 +55,10 @@ class EvaluateSection(BaseModel):
 
     command: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(min_length=1, max_length=64)
     reads: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
-        default_factory=list, max_length=64, description="paths only the evaluator may read"
+        default_factory=list,
+        max_length=64,
+        description="paths only the evaluator may read: relative to the folder, absolute, or "
+        "`package:path` inside an installed package",
     )
     outputs: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list,
@@ -124,16 +129,45 @@ def benchmark_files(toml: Path, folder: Path, benchmark: BenchmarkSection, edit:
             raise ResearchError(f"{toml}: benchmark.{key}: no file {file} in {folder}", kind="bad_argument")
 
 
+# `sklearn:datasets/data/digits.csv.gz`: a path inside an installed package, wherever it is installed.
+PACKAGE_READ = re.compile(r"^(?P<package>[A-Za-z_][A-Za-z0-9_]*):(?P<path>[^:]+)$")
+
+
+def package_read(entry: str) -> tuple[str, str] | None:
+    """(package, path inside it) for an entry that names a path in an installed package, else None."""
+    found = PACKAGE_READ.match(entry)
+    return None if found is None else (found["package"], found["path"])
+
+
+def resolved_read(toml: Path, folder: Path, entry: str) -> Path:
+    """An `[evaluate]` read, absolute: relative to the folder, absolute, or inside an installed package of
+    the server's interpreter (`package:path`: a public copy of the data the evaluator holds out, which
+    the candidate could otherwise look its answers up in)."""
+    named = package_read(entry)
+    if named is None:
+        return Path(os.path.realpath(folder / entry if not Path(entry).is_absolute() else entry))
+    package, inside = named
+    spec = importlib.util.find_spec(package)
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not places:
+        raise ResearchError(
+            f"{toml}: evaluate.reads: {entry!r}: no installed package {package!r} holds it",
+            kind="bad_argument",
+        )
+    try:
+        inside = plain_relative(inside, "evaluate.reads")
+    except ValueError as exc:
+        raise ResearchError(f"{toml}: {exc}", kind="bad_argument") from None
+    return Path(os.path.realpath(Path(places[0]) / inside))
+
+
 def hidden_reads(
     toml: Path, folder: Path, evaluate: EvaluateSection, edit: list[str], reads: tuple[Path, ...]
 ) -> tuple[Path, ...]:
     """`[evaluate]`'s reads, absolute; refused in one line where a candidate could reach what decides
     its metric: a read the script declares too (or one inside another), an `edit` file that is the
     evaluator's own or lies in its reads, or a read that does not exist."""
-    hidden = tuple(
-        Path(os.path.realpath(folder / entry if not Path(entry).is_absolute() else entry))
-        for entry in evaluate.reads
-    )
+    hidden = tuple(resolved_read(toml, folder, entry) for entry in evaluate.reads)
     for entry, path in zip(evaluate.reads, hidden, strict=True):
         if not os.path.lexists(path):
             raise ResearchError(
