@@ -39,29 +39,28 @@ if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
 fi
 
 TMP=$(mktemp -d)
-PORT=${PORT:-$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-URL="http://127.0.0.1:$PORT/mcp"
+# The server picks a free port itself (--port 0) and writes it to a file once it listens: a port found
+# free here and handed over could be taken by another process first. PORT=N still fixes one.
 AUTORESEARCH_DATA_DIR="$TMP/data" AUTORESEARCH_LOG_LEVEL=WARNING \
-    "$PYTHON" -m autoresearch_mcp.cli serve --transport http --host 127.0.0.1 --port "$PORT" \
-    --db "$TMP/conformance.db" --workers 1 >"$TMP/server.log" 2>&1 &
+    "$PYTHON" -m autoresearch_mcp.cli serve --transport http --host 127.0.0.1 --port "${PORT:-0}" \
+    --port-file "$TMP/port" --db "$TMP/conformance.db" --workers 1 >"$TMP/server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-"$PYTHON" - "$PORT" "$SERVER" <<'EOF' || { cat "$TMP/server.log"; exit 1; }
-import os, socket, sys, time
-port, pid = int(sys.argv[1]), int(sys.argv[2])
+"$PYTHON" - "$TMP/port" "$SERVER" <<'EOF' || { cat "$TMP/server.log"; exit 1; }
+import os, sys, time
+port_file, pid = sys.argv[1], int(sys.argv[2])
 deadline = time.monotonic() + 60
-while time.monotonic() < deadline:
+while not os.path.exists(port_file):
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         sys.exit("the server exited")
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.2)
-sys.exit("the server never listened")
+    if time.monotonic() > deadline:
+        sys.exit("the server never listened")
+    time.sleep(0.2)
 EOF
+PORT=$(cat "$TMP/port")
+URL="http://127.0.0.1:$PORT/mcp"
 
 failed=()
 passed_checks=0
