@@ -63,6 +63,8 @@ class DiskWatch(threading.Thread):
         self._hear_the_harness()
         if self.problem is None and not self.held:
             used, files = usage(self.path, self.max_files + self.own_files)
+            if self._hear_the_harness():
+                return False  # it spoke while this counted (a layout begun): count again next time
             if files > self.max_files + self.own_files:
                 self.problem = f"created more than {self.max_files} files in its working directory"
             elif used > self.max_bytes + self.own_bytes:
@@ -71,9 +73,10 @@ class DiskWatch(threading.Thread):
                 )
         return self.problem is not None
 
-    def _hear_the_harness(self) -> None:
+    def _hear_the_harness(self) -> bool:
+        """Read what the harness said since the last time; whether it said anything."""
         if self._harness_fd is None:
-            return
+            return False
         with contextlib.suppress(BlockingIOError):
             while chunk := os.read(self._harness_fd, 4096):
                 self._said += chunk
@@ -84,6 +87,7 @@ class DiskWatch(threading.Thread):
                 self.held = True
             elif len(words) == 3 and words[0] == b"own" and all(w.isdigit() for w in words[1:]):
                 self.held, self.own_bytes, self.own_files = False, int(words[1]), int(words[2])
+        return bool(lines)
 
 
 def usage(root: Path, max_files: int) -> tuple[int, int]:

@@ -5,11 +5,12 @@ import os
 import subprocess
 import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from autoresearch_mcp.sandbox import runner
+from autoresearch_mcp.sandbox import resources, runner
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 
 SCRIPT = "autoresearch_mcp.sandbox.script:run_script"
@@ -96,3 +97,46 @@ def test_sandbox_directories_of_a_dead_owner_are_swept_and_live_ones_are_kept() 
                 for sub in sorted(path.rglob("*"), reverse=True):
                     sub.rmdir() if sub.is_dir() else sub.unlink()
                 path.rmdir()
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[tuple[resources.DiskWatch, int]]:
+    """A disk watch on tmp_path with a quota of 2 entries, and the write end of its harness pipe."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    try:
+        yield resources.DiskWatch(tmp_path, 10**9, 2, lambda: None, read_end), write_end
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_what_the_harness_lays_out_itself_is_not_counted_and_what_follows_is(
+    tmp_path: Path, watched: tuple[resources.DiskWatch, int]
+) -> None:
+    watch, harness = watched
+    os.write(harness, b"hold\n")
+    for i in range(10):  # the harness lays out a folder of 10 files
+        (tmp_path / f"laid-{i}").write_text("x")
+    assert not watch.check()
+    os.write(harness, b"own 0 10\n")
+    assert not watch.check()
+    for i in range(3):  # the script's own: one more than its quota of 2
+        (tmp_path / f"made-{i}").write_text("x")
+    assert watch.check() and watch.problem == "created more than 2 files in its working directory"
+
+
+def test_a_count_the_harness_spoke_during_is_not_judged(
+    tmp_path: Path, watched: tuple[resources.DiskWatch, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watch, harness = watched
+    counted = resources.usage
+
+    def while_the_layout_begins(root: Path, max_files: int) -> tuple[int, int]:
+        os.write(harness, b"hold\n")  # the harness starts its layout while the watch counts
+        for i in range(10):
+            (tmp_path / f"laid-{i}").write_text("x")
+        return counted(root, max_files)
+
+    monkeypatch.setattr(resources, "usage", while_the_layout_begins)
+    assert not watch.check() and watch.problem is None and watch.held
