@@ -3,12 +3,11 @@ when it is surely faster, its run's first benchmark included (against the origin
 
 import pytest
 from mcp import Client
+from test_noise_best import best_at
 
-from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.store import Incumbent
 from autoresearch_mcp.server.tasks.base import Outcome
 from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
@@ -20,21 +19,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def best_at(iteration: int, metric: float) -> Incumbent:
-    exp = Experiment(
-        id=iteration,
-        run_id="r-test",
-        iteration=iteration,
-        params={},
-        artifact_version=iteration,
-        status="ok",
-        metric=metric,
-        kept=True,
-        started_at="2026-01-01T00:00:00+00:00",
-    )
-    return Incumbent(experiment=exp, value=metric)
 
 
 def timed(speedup: float, low: float, high: float, **versus: float) -> Outcome:

@@ -131,14 +131,8 @@ def _profile(
     """Where the version's calls spend their time, from a fork of its own (no timed call shares it):
     seconds by line of the edited files, sampled over whole calls on the last input, then one call
     traced line by line in the hottest function. None when the fork sent nothing usable."""
-    call = run_isolated(
-        partial(_profile_calls, inputs, seed, original, place, target, files),
-        writable=None,
-        max_messages=1,
-        max_bytes=MAX_MESSAGE_BYTES,
-    )
-    message = call.messages[0].message if call.messages and call.problem is None else None
-    return message if isinstance(message, dict) and "sampled" in message else None
+    message, _ = _answer(partial(_profile_calls, inputs, seed, original, place, target, files))
+    return message if message is not None and "sampled" in message else None
 
 
 def _profile_calls(
@@ -271,14 +265,8 @@ def _check_output(
 ) -> str | None:
     """What is wrong with the candidate's output on `seed`, decided in a fork where the reference runs
     again (the harness never holds its output); None when it matches."""
-    call = run_isolated(
-        partial(_compare, inputs, check, seed, original, reference, got),
-        writable=None,
-        max_messages=1,
-        max_bytes=MAX_MESSAGE_BYTES,
-    )
-    message = call.messages[0].message if call.messages and call.problem is None else None
-    if not isinstance(message, dict) or "difference" not in message:
+    message, call = _answer(partial(_compare, inputs, check, seed, original, reference, got))
+    if message is None or "difference" not in message:
         return f"the check could not run ({call.describe()})"
     difference = message["difference"]
     return None if difference is None else str(difference)[:2000]
@@ -300,6 +288,14 @@ def _compare(
         said = check(expected, got)
         difference = None if said is None or said is True else ("the check failed" if said is False else said)
     channel.send({"difference": None if difference is None else str(difference)})
+
+
+def _answer(work: Callable[[Channel], None]) -> tuple[dict[str, Any] | None, Isolated]:
+    """A fork that sends one message and times nothing (a check, a profile): the message, and how the
+    fork ended."""
+    call = run_isolated(work, writable=None, max_messages=1, max_bytes=MAX_MESSAGE_BYTES)
+    message = call.messages[0].message if call.messages and call.problem is None else None
+    return (message if isinstance(message, dict) else None), call
 
 
 def _judge_call(call: Isolated) -> dict[str, Any]:
