@@ -5,6 +5,7 @@ it names none. Plain and synchronous: the MCP glue (tools/) only calls it; whoev
 
 import logging
 import math
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,6 +22,8 @@ from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.text import check_text, scrub_paths
 
 log = logging.getLogger(__name__)
+# The reason the server gives a run it ended itself (experiments.py, conclude).
+SERVER_ENDED = re.compile(r"^(?:exhausted|converged) after experiment #\d+")
 
 
 class RunService:
@@ -202,8 +205,8 @@ class RunService:
 
     def finish_run(self, run: RunRef, reason: str) -> tuple[Run, str]:
         """End a running run: converged when its best reaches the target, else stopped. A finished run
-        keeps its status, and the reason is kept after its own (said twice, once). Returns it with its
-        final summary."""
+        keeps its status; where the server ended it (its budget, its target), the reason is kept after
+        the server's (said twice, once). Returns it with its final summary."""
         check_text(reason, "the reason", multiline=True)
         record = self.store.run(run)
         if self.store.status_of(record.id) == "running":
@@ -212,7 +215,8 @@ class RunService:
                 status = "converged"
             record = self.store.set_run_status(record.id, status, reason)
             self.events.run_finished(record)
-        elif reason.strip():  # the run had ended (its budget, a target): the reason is kept after its own
+        elif reason.strip() and SERVER_ENDED.match(record.finish_reason or ""):
+            # The run ended by itself (its budget, its target), before anyone said why: kept after that.
             record = self.store.add_finish_reason(record.id, f"finish_run: {reason.strip()}")
         else:
             record = self.store.get_run(record.id)

@@ -92,11 +92,12 @@ def versus_best(
     timings: Timings, ctx: ExecContext, level: float, best_is_reference: bool
 ) -> dict[str, float]:
     """vs_best (low, high): the current best's time over this one's, paired call by call, measured
-    side by side (the reference's calls, where the best is the reference); vs_best_iteration says
-    which best."""
-    if ctx.best_iteration is None:
-        return {}
+    side by side (the reference's calls, where the best is the reference), at the keep rule's level;
+    vs_best_iteration says which best, 0 for the original while the run has no best yet (what the
+    run's first result must beat)."""
     rival = timings.reference_times_ms if best_is_reference else timings.rival_times_ms
+    if ctx.best_iteration is None:
+        rival = timings.reference_times_ms
     if rival is None or len(rival) != len(timings.times_ms):
         return {}
     versus = paired_ratio_interval(timed(rival), timed(timings.times_ms), level)
@@ -104,19 +105,22 @@ def versus_best(
         "vs_best": round(versus.estimate, 4),
         "vs_best_low": round(versus.low, 4),
         "vs_best_high": round(versus.high, 4),
-        "vs_best_iteration": float(ctx.best_iteration),
+        "vs_best_iteration": float(ctx.best_iteration or 0),
     }
 
 
 def speed_verdict(outcome: Outcome, best: Incumbent | None, level: float) -> Verdict | None:
-    """A new best only when it is surely faster: the first against the reference (its speedup's
-    interval lies above 1), a later one against the current best (the interval of the ratio best
-    time / candidate time lies above 1). Measured side by side when the benchmark timed this very best
-    beside it; else (the best changed while it ran) from the stored timings. None where neither can
-    say (the task's plain rule decides)."""
+    """A new best only when it is surely faster: the first than the original, a later one than the
+    current best (the interval, at the keep rule's level, of the ratio of their time to the
+    candidate's lies above 1). Measured side by side when the benchmark timed it beside the candidate;
+    else (the best changed while it ran) from the stored timings. None where neither can say (the
+    task's plain rule decides)."""
     metrics = outcome.metrics
     if best is None:
-        if "speedup_low" not in metrics:
+        if metrics.get("vs_best_iteration") == 0 and "vs_best_low" in metrics:
+            said = _interval(metrics["vs_best"], metrics["vs_best_low"], metrics["vs_best_high"])
+            return _surely(metrics["vs_best_low"], metrics["vs_best_high"], f"{said} against the original")
+        if "speedup_low" not in metrics:  # a record from before the original was timed at this level
             return None
         said = _interval(metrics["speedup"], metrics["speedup_low"], metrics["speedup_high"])
         return _surely(metrics["speedup_low"], metrics["speedup_high"], f"{said} against the original")

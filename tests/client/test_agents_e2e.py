@@ -275,9 +275,9 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
     """--code-replies text: small models cannot write code inside a JSON string, so they answer with code
     in a python block (here the whole file); the agent sends it unchanged as modify_train_py's source,
     benchmarks it, and shows the result; REVERT v<N> and a reply with no code are handled too."""
-    # Three and five of the rewrites: about 3x and 12x the original's speed, so #1 is surely faster and
-    # the run's best (the first rewrite alone is a little slower than the original).
-    faster, fastest = rewrites.source_after(3), rewrites.source_after(5)
+    # Every rewrite, then five of them: #1 is several times the original's speed, surely faster and the
+    # run's best (the first rewrite alone is a little slower than the original).
+    faster, fastest = rewrites.source_after(len(rewrites.REWRITES)), rewrites.source_after(5)
     result, bodies = await text_session(
         tmp_path,
         f"Copy the records with dict().\n```python\n{faster}```",
@@ -374,7 +374,7 @@ async def test_text_replies_that_cannot_work_are_answered_with_what_was_wrong_an
     """What Qwen2.5-Coder-1.5B did on codeopt seed 123: a code block cut off after a comment, REVERT to a
     version that does not exist, DONE before anything ran. Each answer says what was wrong and offers
     REVERT only once there is a version to go back to, DONE only once something ran well."""
-    faster = rewrites.source_after(3)  # about 3x the original: surely faster, so the run has a best
+    faster = rewrites.source_after(len(rewrites.REWRITES))  # surely faster than the original: a best
     with FakeOpenAIServer() as fake:
         fake.enqueue(
             chat_completion("```python\n# Use a list to sort instead of bubble sort for speedup."),
@@ -434,7 +434,7 @@ async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make
     times while v2's code was already there, then gave up."""
     result, bodies = await text_session(
         tmp_path,
-        f"Copy the records with dict().\n```python\n{rewrites.source_after(3)}```",  # surely faster: a best
+        f"Copy the records with dict().\n```python\n{rewrites.source_after(len(rewrites.REWRITES))}```",
         "REVERT v2",
         f"Both fixes.\n```python\n{rewrites.source_after(5)}```",
     )

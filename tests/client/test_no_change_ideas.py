@@ -139,6 +139,7 @@ async def test_the_strong_baseline_is_told_the_same_and_the_papers_baseline_is_n
                 chat_completion(whole_file("CODE:", with_rate(0.01))),  # the same file again
                 chat_completion(whole_file("CODE:", with_rate(0.02))),
             )
+            (tmp_path / mode).mkdir()  # the database's directory: a missing one is refused, not made
             args = folder_args(tmp_path / mode, folder, fake)
             result = await run_session(args, mode=mode, seed=42)
             prompts[mode] = last_user_text(fake.bodies("/chat/completions")[2])

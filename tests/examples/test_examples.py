@@ -204,7 +204,14 @@ def test_the_openai_agents_example_offers_the_tasks_tools_as_our_agent_does_and_
         assert openai_agents_example.main(argv) == 0
 
     assert recorded(db) == (
-        [("toy-quadratic", "exhausted", "exhausted after experiment #3")],
+        # The example's own finish_run, after the budget ended the run: its reason kept after the server's.
+        [
+            (
+                "toy-quadratic",
+                "exhausted",
+                "exhausted after experiment #3; finish_run: the model answered without a tool call",
+            )
+        ],
         FOCUSED_EXPERIMENTS,
     )
     bodies = fake.bodies("/chat/completions")
