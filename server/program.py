@@ -9,6 +9,8 @@ run can only mean the one running run.
 from typing import Annotated
 
 from mcp.server import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
 from autoresearch_mcp.contract.errors import ResearchError
@@ -16,7 +18,6 @@ from autoresearch_mcp.contract.models import JUDGED_BY_WORDS
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
-from autoresearch_mcp.server.text import prompt_error
 
 PROMPT_NAME = "autoresearch"
 
@@ -124,4 +125,4 @@ def register(mcp: MCPServer, research: Research, focus: Task | None = None) -> N
                 return render_focused(focus, research.runs.get_run_summary(run_id) if run_id else None)
             return render_program(research.tasks(task), run_id)
         except ResearchError as exc:
-            raise prompt_error(str(exc)) from None
+            raise MCPError(INVALID_PARAMS, str(exc)) from None  # read by the client as is

@@ -10,11 +10,8 @@
 import re
 import unicodedata
 
-from mcp.shared.exceptions import MCPError
-
 from autoresearch_mcp.contract.errors import ResearchError
 
-INVALID_PARAMS = -32602  # JSON-RPC: the request's parameters are wrong
 # Bidirectional overrides and isolates reorder how text is shown (category Cf, not Cc).
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
 _PATH = re.compile(r"(?<![\w.~-])(?:/[\w.@+~-]+)+/([\w.@+~-]+)")
@@ -43,9 +40,3 @@ def check_text(text: str | None, what: str, *, multiline: bool = False) -> None:
 def scrub_paths(text: str) -> str:
     """`text` with every absolute path shortened to `.../last-part`."""
     return _PATH.sub(r".../\1", text)
-
-
-def prompt_error(message: str) -> MCPError:
-    """An error a prompt raises so that the client reads `message` (anything else becomes "Internal
-    server error")."""
-    return MCPError(code=INVALID_PARAMS, message=message)

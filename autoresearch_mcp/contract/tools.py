@@ -11,7 +11,6 @@ views query_results reads).
 from dataclasses import dataclass
 from enum import StrEnum
 
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract import arguments as a
@@ -64,11 +63,22 @@ class Uri(StrEnum):
 # The templates whose {run_id} names a run (completions offer the known runs there).
 RUN_URIS = (Uri.RUN, Uri.SUMMARY, Uri.HISTORY, Uri.TRAIN_PY, Uri.VERSION)
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-ADDITIVE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
-ADDITIVE_IDEMPOTENT = ToolAnnotations(
+
+@dataclass(frozen=True)
+class Hints:
+    """A tool's annotations, named as MCP's ToolAnnotations names them (the server hands them over as
+    such). Plain here so that what imports the contract (job workers, sandboxes, the client) does not
+    pay for importing mcp: a second of CPU on each process start."""
+
+    read_only_hint: bool
+    idempotent_hint: bool
+    open_world_hint: bool = False
+    destructive_hint: bool | None = None
+
+
+READ_ONLY = Hints(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+ADDITIVE = Hints(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+ADDITIVE_IDEMPOTENT = Hints(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 
@@ -81,7 +91,7 @@ class Tool:
 
     name: ToolName
     arguments: type[a.Arguments[BaseModel]]
-    annotations: ToolAnnotations
+    annotations: Hints
     description: str
     subject: str
 

@@ -10,6 +10,7 @@ kind (calls.py).
 """
 
 import copy
+import dataclasses
 import inspect
 import json
 import typing
@@ -20,7 +21,7 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic_core import PydanticUndefined
 
@@ -50,7 +51,12 @@ def register_tools(mcp: MCPServer, research: Research, resolver: RunResolver) ->
     for tool in TOOLS.values():
         handler = _handler(tool, function_of(tool), research, resolver)
         handler.__signature__ = _signature(tool, overrides)  # type: ignore[attr-defined]
-        mcp.add_tool(handler, name=tool.name, description=filled[tool.name], annotations=tool.annotations)
+        mcp.add_tool(
+            handler,
+            name=tool.name,
+            description=filled[tool.name],
+            annotations=ToolAnnotations(**dataclasses.asdict(tool.annotations)),
+        )
     guard_flat_params(mcp)
 
 
