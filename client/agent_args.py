@@ -15,6 +15,7 @@ from autoresearch_mcp.client.llm.base import temperature_problem
 from autoresearch_mcp.client.task_folder import resolve_task_folder
 from autoresearch_mcp.contract.env import ENV_TOKEN, add_location_arguments
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.workers import workers_arg, workers_problem
 
 MAX_THREADS = 256  # the bound of hpo-covertype's own hpo_threads setting
 MAX_BUDGET = 10_000  # start_run's bound
@@ -131,6 +132,14 @@ def check_agent_args(args: argparse.Namespace) -> None:
             "--hpo-threads configures a server this command spawns; with --server-url, start that server"
             " with `autoresearch-mcp serve --hpo-threads N` instead"
         )
+    workers = getattr(args, "workers", None)
+    if workers is not None and args.server_url:
+        raise ResearchError(
+            "--workers configures a server this command spawns; with --server-url, start that server"
+            " with `autoresearch-mcp serve --workers N` instead"
+        )
+    if (problem := workers_problem(workers, getattr(args, "force", False))) is not None:
+        raise ResearchError(problem)
 
 
 LLM_HELP = (
@@ -287,6 +296,14 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="threads per XGBoost training in the spawned server (default: every core; compare --parallel"
         " splits them between the modes)",
     )
+    parser.add_argument(
+        "--workers",
+        type=workers_arg,
+        metavar="N",
+        help="experiments the spawned server measures at once as background jobs, each with its share of"
+        " the cores' training threads (default: one per core)",
+    )
+    parser.add_argument("--force", action="store_true", help="allow --workers above the number of cores")
     parser.add_argument(
         "--token",
         default=os.environ.get(ENV_TOKEN),

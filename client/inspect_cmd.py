@@ -199,7 +199,7 @@ async def list_runs(rc: ResearchClient, args: argparse.Namespace) -> int:
                 run.id,
                 run.task,
                 run.status,
-                f"{run.used}/{run.budget}",
+                f"{run.used}/{run.budget}" + (f" ({run.running} running)" if run.running else ""),
                 best,
                 utc_minute(run.created_at),
                 run.llm or "-",
@@ -263,7 +263,8 @@ async def show_run(rc: ResearchClient, args: argparse.Namespace) -> int:
             kind="unknown_version",
         )
     print(f"run {run.id}  {run.name or ''}".rstrip())
-    print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used · seed {run.seed}")
+    running = f" ({run.running} running now)" if run.running else ""
+    print(f"task {run.task} · status {run.status} · {run.used}/{run.budget} used{running} · seed {run.seed}")
     print(f"metric {run.metric_name} ({arrow(run)}) · created {utc_minute(run.created_at)}")
     if run.judged_by is not None:
         print(f"the metric is {JUDGED_BY_WORDS[run.judged_by]}")

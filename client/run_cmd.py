@@ -79,9 +79,12 @@ def build_llm(
 
 
 def spawn_args(args: argparse.Namespace) -> list[str]:
-    """Extra flags for a spawned server: its XGBoost threads, the task folder given as --task PATH."""
+    """Extra flags for a spawned server: its XGBoost threads and job workers, the task folder given as
+    --task PATH."""
     threads = getattr(args, "hpo_threads", None)
     extra = [] if threads is None else ["--hpo-threads", str(threads)]
+    if (workers := getattr(args, "workers", None)) is not None:
+        extra += ["--workers", str(workers)] + (["--force"] if getattr(args, "force", False) else [])
     for folder in getattr(args, "task_dirs", None) or []:
         extra += ["--task-dir", folder]
     return extra

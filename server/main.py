@@ -20,6 +20,7 @@ from autoresearch_mcp.contract.env import (
     data_setting,
 )
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.workers import workers_arg, workers_problem
 from autoresearch_mcp.server.settings import ServerSettings
 
 # setting -> the flag that sets it, for a one-line error naming what the user typed. A task's setting
@@ -55,6 +56,10 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     """The settings, or one line naming the flag (or variable) whose value they, or a task, refuse."""
     from autoresearch_mcp.server.tasks.registry import check_task_settings
 
+    if (
+        problem := workers_problem(getattr(args, "workers", None), getattr(args, "force", False))
+    ) is not None:
+        raise ResearchError(problem)
     try:
         settings = _settings(args)
     except ValidationError as exc:
@@ -159,8 +164,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="a setting a task declares (a plugin's own, or a built-in's by its name); repeatable",
     )
     parser.add_argument(
-        "--workers", type=int, help="local worker processes for background jobs (default: cores)"
+        "--workers",
+        type=workers_arg,
+        metavar="N",
+        help="experiments measured at once by background jobs (submit_training_job), on local worker"
+        " processes that share the cores' training threads between them (default: one per core)",
     )
+    parser.add_argument("--force", action="store_true", help="allow --workers above the number of cores")
     parser.add_argument(
         "--dask-scheduler",
         help=f"run background jobs on this Dask scheduler (default: ${ENV_DASK_SCHEDULER})",

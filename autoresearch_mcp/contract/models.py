@@ -69,6 +69,9 @@ class Run(BaseModel):
         description="experiments charged so far: each one recorded costs one unit of budget, except an"
         " interrupted one (cut short by the server or its operator, it measured nothing)"
     )
+    running: int = Field(
+        default=0, description="of those, the experiments being measured now (jobs, workers in parallel)"
+    )
     target: float | None
     seed: int
     metric_name: str

@@ -29,6 +29,7 @@ class RunRow(BaseModel):
     best_metric: float | None
     best_iteration: int | None
     used: int
+    running: int = Field(default=0, description="experiments being measured now")
     budget: int
     created_at: str
     from_run: str | None = Field(default=None, description="the run it started from (start_run's from_run)")
@@ -140,6 +141,7 @@ def run_rows(store: Store, transcripts: Path) -> list[RunRow]:
             best_metric=run.best.metric if run.best else None,
             best_iteration=run.best.iteration if run.best else None,
             used=run.used,
+            running=run.running,
             budget=run.budget,
             created_at=run.created_at,
             from_run=run.from_run,

@@ -16,9 +16,10 @@ from typing import Any
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Job, JobInfo, JobStatus, ParamsBase
 from autoresearch_mcp.contract.tools import ToolName
+from autoresearch_mcp.contract.workers import threads_per_worker
 from autoresearch_mcp.server.events import Progress, ResearchEvents
 from autoresearch_mcp.server.experiments import ExperimentService, Measured, Trial, experiment_result
-from autoresearch_mcp.server.jobs.executors import Executor, JobFuture, OnStart, make_executor
+from autoresearch_mcp.server.jobs.executors import Executor, JobFuture, OnStart, local_workers, make_executor
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import RunRef
 from autoresearch_mcp.server.tasks.base import Outcome
@@ -216,13 +217,18 @@ def _nowhere(worker: str, pid: int | None) -> None:
 
 
 def _payload(trial: Trial, settings: ServerSettings) -> dict[str, Any]:
-    """Everything a worker needs to measure the trial, as plain JSON (see worker.execute_job)."""
+    """Everything a worker needs to measure the trial, as plain JSON (see worker.execute_job). Local
+    workers share this machine's cores: each takes its share of training threads, so N at once do not
+    oversubscribe them (a Dask worker takes its own machine's share, worker.execute_dask_job)."""
     task = trial.task
+    ctx = trial.ctx
+    if not settings.dask_scheduler:
+        ctx = ctx.model_copy(update={"threads": threads_per_worker(local_workers(settings))})
     return {
         "task": task.name,
         "task_module": type(task).__module__,
         "task_settings": settings.task_settings(),
         "params": trial.params.model_dump(),
         "source": trial.source,
-        "ctx": trial.ctx.model_dump(),
+        "ctx": ctx.model_dump(),
     }

@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.workers import cores
 from autoresearch_mcp.server.jobs.worker import DASK_TOPIC, execute_dask_job
 from autoresearch_mcp.server.settings import ServerSettings
 
@@ -46,7 +47,12 @@ class Executor(Protocol):
 def make_executor(settings: ServerSettings) -> Executor:
     if settings.dask_scheduler:
         return DaskExecutor(settings.dask_scheduler)
-    return LocalExecutor(settings.workers or os.cpu_count() or 1)
+    return LocalExecutor(local_workers(settings))
+
+
+def local_workers(settings: ServerSettings) -> int:
+    """How many jobs run at once on local workers: --workers, else one per core."""
+    return settings.workers or cores()
 
 
 # -- local worker processes ----------------------------------------------------------------------

@@ -19,6 +19,7 @@ import time
 import traceback
 from typing import Any
 
+from autoresearch_mcp.contract.workers import threads_per_worker
 from autoresearch_mcp.server.tasks.base import ExecContext, Task, execute_safely
 from autoresearch_mcp.server.tasks.registry import make_task_from
 from autoresearch_mcp.server.text import scrub_paths
@@ -49,7 +50,9 @@ def execute_dask_job(job_id: str, payload: dict[str, Any]) -> dict[str, Any]:
 
     worker = get_worker()
     worker.log_event(DASK_TOPIC, {"job": job_id, "worker": worker.address, "pid": os.getpid()})
-    return execute_job(payload)
+    # The worker runs up to `nthreads` jobs at once: each takes its share of this machine's cores.
+    ctx = {**payload["ctx"], "threads": threads_per_worker(worker.state.nthreads)}
+    return execute_job({**payload, "ctx": ctx})
 
 
 def _exit_with_the_server(protocol_fd: int) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import BestResult, Run, RunStatus
 from autoresearch_mcp.server.store.artifacts import ArtifactRecords
-from autoresearch_mcp.server.store.counts import RunCounts
+from autoresearch_mcp.server.store.counts import RunCounts, run_counters, used_of
 from autoresearch_mcp.server.store.db import Database, canonical_json, now
 from autoresearch_mcp.server.store.experiments import BestChanged, ExperimentStore, Incumbent, Keep, better
 from autoresearch_mcp.server.store.jobs import JobRecords
@@ -137,7 +137,7 @@ class Store(ExperimentStore):
 
     def _run_from_row(self, row: sqlite3.Row) -> Run:
         config = json.loads(row["config_json"])
-        used = self.counts.used(row["id"])
+        counters = run_counters(self.db.reader(), row["id"])
         best = self.best_experiment(row["id"], config.get("direction", "max"))
         metric = config.get("metric", "metric")
         return Run(
@@ -146,7 +146,8 @@ class Store(ExperimentStore):
             task=row["task"],
             status=row["status"],
             budget=row["budget"],
-            used=used,
+            used=used_of(counters),
+            running=counters.get("experiments.running", 0),
             target=row["target"],
             seed=row["seed"],
             metric_name=metric,

@@ -12,7 +12,7 @@ from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPla
 from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.sandbox.results import BadResult, check_value
-from autoresearch_mcp.sandbox.runner import SandboxResult, allow_entry
+from autoresearch_mcp.sandbox.runner import Limits, SandboxResult, allow_entry
 from autoresearch_mcp.server.store import Incumbent, better
 from autoresearch_mcp.server.text import scrub_paths
 
@@ -99,6 +99,19 @@ class ExecContext(BaseModel):
         default=False,
         description="this train.py's profile is already known in the run: no need to measure it",
     )
+    threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="the most training threads this measurement may use, where several run at once on "
+        "one machine (job workers); None: the run's own limit",
+    )
+
+    def limits(self) -> Limits:
+        """The sandbox limits the run started with, its threads capped to this measurement's share."""
+        limits = Limits(**self.options["limits"])
+        if self.threads is None or self.threads >= limits.threads:
+            return limits
+        return limits.model_copy(update={"threads": self.threads})
 
 
 class Outcome(BaseModel):

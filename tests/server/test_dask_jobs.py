@@ -93,6 +93,37 @@ async def test_dask_workers_run_several_experiments_at_once_and_the_server_recor
     assert ends[-1]["result"]["run_status"] == "exhausted"
 
 
+async def recorded_run(settings: ServerSettings, params: list[dict[str, Any]]) -> tuple[list, Any]:
+    """A run fed these jobs, two at a time as an agent with two workers feeds it: its experiments
+    (iteration, params, status, metric) and its best's iteration."""
+    async with serving(settings) as client:
+        run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": len(params)}))["run_id"]
+        for pair in (params[i : i + 2] for i in range(0, len(params), 2)):
+            jobs = [await call(client, "submit_training_job", {"params": p, "run_id": run_id}) for p in pair]
+            for job in jobs:
+                await wait_for(client, job["job"]["id"], "done")
+        history = await call(client, "get_experiment_history", {"run_id": run_id})
+        run = (await call(client, "list_runs", {}))["runs"][0]
+    experiments = [(e["iteration"], e["params"], e["status"], e["metric"]) for e in history["experiments"]]
+    return experiments, (run["status"], run["used"], run["best"]["iteration"])
+
+
+async def test_a_dask_run_records_the_same_experiments_as_the_local_executor(
+    settings: ServerSettings, cluster: LocalCluster, tmp_path
+):
+    # The same run, the agent's calls unchanged: only where the experiments are measured differs.
+    params = [{"x": x, "y": 0.1} for x in (0.0, 0.5, 9.0, 0.25, 0.3, -1.0)]  # x=9 crashes
+    local = settings.model_copy(update={"workers": 2, "db_path": tmp_path / "local.db"})
+    dask_fed = settings.model_copy(
+        update={"dask_scheduler": cluster.scheduler_address, "db_path": tmp_path / "dask.db"}
+    )
+    on_local = await recorded_run(local, params)
+    on_dask = await recorded_run(dask_fed, params)
+    assert on_dask == on_local
+    assert [status for _, _, status, _ in on_local[0]] == ["ok", "ok", "crash", "ok", "ok", "ok"]
+    assert on_local[1] == ("exhausted", 6, 5)
+
+
 async def test_a_task_folder_outside_the_repository_runs_its_jobs_on_dask_workers(
     settings: ServerSettings, cluster: LocalCluster, tmp_path
 ):

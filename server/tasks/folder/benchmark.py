@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from autoresearch_mcp.contract import files as artifact
 from autoresearch_mcp.contract.profile import Profile
-from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
+from autoresearch_mcp.sandbox.runner import run_sandboxed
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, sandbox_failure
 from autoresearch_mcp.server.tasks.folder.spec import TaskFolder
 from autoresearch_mcp.server.tasks.intervals import LEVEL
@@ -69,7 +69,7 @@ def execute(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext)
     rng = random.Random(f"{ctx.run_id}:{ctx.seed}:{ctx.iteration}:{secrets.token_hex(16)}")
     seeds = list(dict.fromkeys(rng.getrandbits(48) for _ in range(calls * 2)))[:calls]
     given = payload(loaded, files, source, ctx)
-    result = run_sandboxed(ENTRY, given, Limits(**ctx.options["limits"]), sealed=seeds)
+    result = run_sandboxed(ENTRY, given, ctx.limits(), sealed=seeds)
     if result.status != "ok" or result.result is None:
         return sandbox_failure(result)
     report = result.result
@@ -104,7 +104,7 @@ def execute(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext)
 def profile(loaded: TaskFolder, files: list[str], source: str, ctx: ExecContext) -> Profile | None:
     """Where `source`'s function spends its time on one input, measured apart from any experiment."""
     given = {**payload(loaded, files, source, ctx), "profile_only": True, "seed": secrets.randbits(48)}
-    result = run_sandboxed(ENTRY, given, Limits(**ctx.options["limits"]))
+    result = run_sandboxed(ENTRY, given, ctx.limits())
     if result.status != "ok" or not isinstance(result.result, dict):
         return None
     return profile_of(source, files, result.result.get("profile"))

@@ -233,7 +233,7 @@ class FolderTask(Task):
         if self.loaded.spec.benchmark is not None:
             return benchmark.execute(self.loaded, self.editable(), source, ctx)
         task = self.loaded.spec.task
-        result = run_sandboxed(ENTRY, self._payload(params, source, ctx), Limits(**ctx.options["limits"]))
+        result = run_sandboxed(ENTRY, self._payload(params, source, ctx), ctx.limits())
         if result.status != "ok" or result.result is None:
             return sandbox_failure(result)
         report = ScriptReport.model_validate(result.result)
@@ -303,7 +303,7 @@ class FolderTask(Task):
         if self.loaded.spec.benchmark is not None:
             return benchmark.profile(self.loaded, self.editable(), source, ctx)
         payload = {**self._payload(params, source, ctx), "profile": True, "profile_only": True}
-        result = run_sandboxed(ENTRY, payload, Limits(**ctx.options["limits"]))
+        result = run_sandboxed(ENTRY, payload, ctx.limits())
         if result.status != "ok" or result.result is None:
             return None
         return self._profile_of(source, ScriptReport.model_validate(result.result).profile)

@@ -175,7 +175,7 @@ class HPOCovertypeTask(Task):
                 f"the Covertype data here ({split.source}) is not the split this run started with "
                 f"({ctx.options.get('data')}); serve with the same --data to go on"
             )
-        limits = Limits(**ctx.options["limits"])
+        limits = ctx.limits()
         payload = {
             "source": source,
             "params": params.model_dump(),
