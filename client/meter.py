@@ -24,6 +24,7 @@ import tiktoken
 from pydantic import BaseModel
 
 from autoresearch_mcp.client.llm.base import LLM, LLMRequest, LLMResponse, Message, ToolCall
+from autoresearch_mcp.client.suggestion import uptake
 from autoresearch_mcp.contract.env import transcripts_dir
 from autoresearch_mcp.contract.transcript import billed_of
 
@@ -163,6 +164,8 @@ class Transcript:
             "token_budget": self.token_budget,
         }
         line["billed"] = billed_of(line)
+        if (took := uptake(request, response)) is not None:  # only on a turn that offered a suggestion
+            line["suggestion"] = took
         with self.path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
         return tokens

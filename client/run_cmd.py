@@ -47,6 +47,13 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
     parser.add_argument(
         "--run-id", help="resume this running run instead of starting one (its task and budget apply)"
     )
+    parser.add_argument(
+        "--suggest",
+        choices=["tpe"],
+        help="params work, stateful: the summary also shows the configuration an optimiser would try next"
+        " (tpe: Optuna's TPE fed the run's history), for the model to take, change or ignore; the"
+        " transcript records which (default: none)",
+    )
     parser.add_argument("--transcript", type=Path, help="JSONL transcript (default: data dir/transcripts/)")
     parser.add_argument("--quiet", action="store_true", help="no live display, only the final lines")
     parser.set_defaults(func=functools.partial(main, parser=parser))
@@ -165,6 +172,11 @@ async def run_session(
                 description = task.description
             else:
                 task = await known_task(rc, args.task)
+            if getattr(args, "suggest", None) and task.kind != "params":
+                raise ResearchError(
+                    f"--suggest is for params work: task {task.name} is code work, with no params for an "
+                    "optimiser to suggest; run it without --suggest"
+                )
             # The double is checked before a run is started for it: one it cannot play starts none.
             plan = await rc.scripted_plan(task.name) if scripted else None
             if plan is not None and (problem := ScriptedLLM.cannot_play(task, plan)) is not None:
@@ -185,6 +197,8 @@ async def run_session(
                     arguments["from_run"] = args.from_run
                 if getattr(args, "reeval_seeds", 0):
                     arguments["reeval_seeds"] = args.reeval_seeds
+                if getattr(args, "suggest", None):
+                    arguments["suggest"] = args.suggest
                 started = await start(rc, arguments, args)
                 run = await rc.run(started.run_id)
                 description = started.task_description
@@ -266,6 +280,11 @@ async def preflight(llm: LLM) -> None:
 
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> int:
     check_agent_args(args)
+    if args.suggest and args.mode != "stateful":
+        raise ResearchError(
+            f"--suggest puts its line in the summary the stateful agent reads; --mode {args.mode} does not"
+            " read it: drop --suggest or use --mode stateful"
+        )
     console = Console(highlight=False)
     plain = not console.is_terminal
     # A terminal's lines wrap between words (rich's), never inside an id or a value (the terminal's);

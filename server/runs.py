@@ -17,6 +17,7 @@ from autoresearch_mcp.sandbox.isolation import weaker_guarantees
 from autoresearch_mcp.sandbox.resources import sweep_stale_sandboxes
 from autoresearch_mcp.server.experiments import ExperimentService, params_error
 from autoresearch_mcp.server.store import RunRef
+from autoresearch_mcp.server.suggest import SUGGESTERS, optimiser_available, refuse_unless_params_work
 from autoresearch_mcp.server.summary import render_summary
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.text import check_text, scrub_paths
@@ -56,6 +57,7 @@ class RunService:
         reeval_seeds: int = 0,
         from_run: str | None = None,
         llm: str | None = None,
+        suggest: str | None = None,
     ) -> tuple[Run, str]:
         """Start a run; returns it with its summary. With `from_run` (a run id, or "latest": the newest
         run of the same task), the new run remembers that run: its summary shows the earlier best,
@@ -69,6 +71,11 @@ class RunService:
         if not 0 <= reeval_seeds <= MAX_REEVAL_SEEDS:
             raise ResearchError(f"reeval_seeds must be 0 to {MAX_REEVAL_SEEDS}, got {reeval_seeds!r}")
         spec = self.tasks(task)
+        if suggest is not None:
+            if suggest not in SUGGESTERS:
+                raise ResearchError(f"suggest is one of {', '.join(SUGGESTERS)}, not {suggest!r}")
+            optimiser_available(suggest)
+            refuse_unless_params_work(spec, suggest)
         earlier = None if from_run is None else self._earlier_run(task, from_run)
         start = None if earlier is None else self._earlier_start(spec, earlier)
         config: dict[str, Any] = {
@@ -81,6 +88,8 @@ class RunService:
             config["reeval_seeds"] = reeval_seeds
         if llm:
             config["llm"] = llm
+        if suggest:
+            config["suggest"] = suggest
         run = self.store.create_run(
             task=task,
             budget=budget,

@@ -16,6 +16,7 @@ from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, Run
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.suggest import suggestion_line
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
 
@@ -166,6 +167,8 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         tally.append(f"{streak} failures in a row")
     if tally:
         lines.append("Counts: " + ", ".join(tally))
+    if (suggested := suggestion_line(store, run, task)) is not None:
+        lines.append(suggested)
     if has_params and recent:
         lines.append(
             f"Change at least one value, e.g. {least_varied(store, run, earlier, task, best.params if best else {})}."

@@ -132,6 +132,14 @@ class StartRunArgs(Arguments[StartedRun]):
             " 'anthropic:claude-haiku-4-5'; 'scripted' marks the deterministic test double)",
         ),
     ] = None
+    suggest: Annotated[
+        Literal["tpe"] | None,
+        Field(
+            description="params work: an optimiser's next configuration, one summary line each turn "
+            "('optimiser suggests: ...'), to take, change or ignore; 'tpe' = Optuna's TPE fed the run's "
+            "history; none by default",
+        ),
+    ] = None
 
 
 class ListRunsArgs(Arguments[RunList]):

@@ -210,6 +210,10 @@ class Task(ABC):
         """Whether an ok outcome becomes the run's new best (the verdict without its words)."""
         return self.verdict(outcome, best).kept
 
+    def log_scaled(self) -> frozenset[str]:
+        """The params best searched on a log scale (an optimiser's suggestion reads it: suggest.py)."""
+        return frozenset()
+
     def editable(self) -> list[str]:
         """The files the artifact holds: train.py, or a task folder's `edit` files."""
         return ["train.py"]

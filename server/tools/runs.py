@@ -23,6 +23,7 @@ def start_run(research: Research, args: StartRunArgs) -> StartedRun:
         reeval_seeds=args.reeval_seeds,
         from_run=args.from_run,
         llm=args.llm,
+        suggest=args.suggest,
     )
     task = research.tasks(run.task)
     return StartedRun(

@@ -177,6 +177,9 @@ class FolderTask(Task):
     def agent_profile(self) -> AgentProfile:
         return profile(self.loaded.spec, self.params_model, self.editable())
 
+    def log_scaled(self) -> frozenset[str]:
+        return frozenset(name for name, p in self.loaded.spec.params.items() if p.log)
+
     def scripted_plan(self) -> ScriptedPlan:
         spec = self.loaded.spec
         prior = {

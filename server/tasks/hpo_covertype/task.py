@@ -122,6 +122,9 @@ class HPOCovertypeTask(Task):
     def scripted_plan(self) -> ScriptedPlan:
         return scripted.plan()
 
+    def log_scaled(self) -> frozenset[str]:
+        return frozenset({"learning_rate"})
+
     def __init__(self, settings: dict[str, Any]) -> None:
         own = HPOSettings.model_validate(settings)
         self.data_path = own.covtype_path
