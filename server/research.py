@@ -18,7 +18,7 @@ from typing import Self
 
 from autoresearch_mcp.server.events import Observers
 from autoresearch_mcp.server.experiments import ExperimentService
-from autoresearch_mcp.server.jobs import JobService
+from autoresearch_mcp.server.jobs.service import JobService
 from autoresearch_mcp.server.runs import RunService
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store

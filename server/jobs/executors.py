@@ -1,6 +1,6 @@
 """Where background jobs run: local worker processes (default) or a Dask distributed cluster.
 
-Both take a job payload (plain JSON, see worker.py), tell the caller when a worker picks the job up,
+Both take a job payload (plain JSON, see job.py), tell the caller when a worker picks the job up,
 and hand back a future of the worker's reply. A worker that dies fails its own job, never the server.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.workers import cores
-from autoresearch_mcp.server.jobs.worker import DASK_TOPIC, execute_dask_job
+from autoresearch_mcp.server.jobs.job import DASK_TOPIC, execute_dask_job
 from autoresearch_mcp.server.settings import ServerSettings
 
 OnStart = Callable[[str, int | None], None]  # (where it runs, worker pid)
@@ -61,8 +61,7 @@ WORKER_MAIN = "from autoresearch_mcp.server.jobs.worker import main; raise Syste
 
 class _WorkerProcess:
     """One long-lived local worker process (worker.main), reused job after job (its imports and task
-    caches stay warm). Started by `-c`, not `-m`: the jobs package imports the worker module, and runpy
-    warned that `-m` ran a second copy of it as __main__."""
+    caches stay warm)."""
 
     def __init__(self) -> None:
         env = dict(os.environ)

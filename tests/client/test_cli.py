@@ -19,6 +19,7 @@ import pytest
 
 from autoresearch_mcp.cli import build_parser, main
 from conftest import unused_port
+from http_servers import http_server
 
 
 def cli(
@@ -148,15 +149,19 @@ def test_show_and_export_without_a_database_are_one_line(tmp_path: Path, capsys)
     assert not (tmp_path / "none.db").exists()  # looking does not create it
 
 
-def test_resuming_an_unknown_or_finished_run_is_one_line(tmp_path: Path, agent_server_env: None, capfd):
+def test_resuming_an_unknown_or_finished_run_is_one_line(
+    tmp_path: Path, agent_server_env: None, covtype_csv: Path, capfd
+):
     db = tmp_path / "r.db"
-    resume = ("run", "--llm", "scripted", "--db", str(db), "--run-id")
-    line = one_line_error(cli_here(capfd, *resume, "r-0000000000"))
-    assert "no run r-0000000000" in line
-    done = cli_here(capfd, *RUN, "--budget", "1", "--db", str(db))
-    assert done.returncode == 0, done.stderr
-    run_id = sqlite3.connect(db).execute("SELECT id FROM runs").fetchone()[0]
-    line = one_line_error(cli_here(capfd, *resume, run_id))
+    with http_server(db, covtype_csv, tmp_path / "data") as port:  # one server for the three commands
+        server = ("--server-url", f"http://127.0.0.1:{port}/mcp")
+        resume = ("run", "--llm", "scripted", *server, "--run-id")
+        line = one_line_error(cli_here(capfd, *resume, "r-0000000000"))
+        assert "no run r-0000000000" in line
+        done = cli_here(capfd, *RUN, "--budget", "1", *server)
+        assert done.returncode == 0, done.stderr
+        run_id = sqlite3.connect(db).execute("SELECT id FROM runs").fetchone()[0]
+        line = one_line_error(cli_here(capfd, *resume, run_id))
     assert f"run {run_id} is exhausted" in line
 
 
@@ -205,32 +210,33 @@ def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(tmp_path: Pat
 
 
 def test_runs_show_export_and_tasks_read_what_a_run_stored(
-    tmp_path: Path, agent_server_env: None, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, agent_server_env: None, covtype_csv: Path, capsys: pytest.CaptureFixture[str]
 ):
+    # One HTTP server on the test's database for all six commands: each spawns a stdio server on --db
+    # otherwise (about two CPU seconds each; test_cli_mistakes reads through a spawned one).
     db = tmp_path / "r.db"
-    assert cli_here(capsys, *RUN, "--budget", "2", "--db", str(db)).returncode == 0
-    run_id, name = sqlite3.connect(db).execute("SELECT id, name FROM runs").fetchone()
-    assert name.startswith("toy-quadratic stateful scripted 20")  # task, mode, backend, start time
+    with http_server(db, covtype_csv, tmp_path / "data") as port:
+        server = ("--server-url", f"http://127.0.0.1:{port}/mcp")
+        assert cli_here(capsys, *RUN, "--budget", "2", *server).returncode == 0
+        run_id, name = sqlite3.connect(db).execute("SELECT id, name FROM runs").fetchone()
+        assert name.startswith("toy-quadratic stateful scripted 20")  # task, mode, backend, start time
 
-    def read(*args: str) -> str:  # the reading commands in-process: each subprocess costs an import
-        assert main([*args, "--db", str(db)]) == 0
-        return capsys.readouterr().out
+        def read(*args: str) -> str:  # the reading commands in-process: each subprocess costs an import
+            assert main([*args, *server]) == 0
+            return capsys.readouterr().out
 
-    runs = read("runs")
+        runs, show = read("runs"), read("show", "latest")
+        csv_out = read("export", run_id, "--format", "csv")
+        out = tmp_path / "exp.json"
+        read("export", "--format", "json", "--out", str(out))
+        tasks = read("tasks")
+
     assert run_id in runs and "exhausted" in runs and "2/2" in runs
-
-    show = read("show", "latest")
     assert f"run {run_id}" in show and "higher is better" in show and "Best score=" in show
-
-    rows = list(csv.DictReader(io.StringIO(read("export", run_id, "--format", "csv"))))
+    rows = list(csv.DictReader(io.StringIO(csv_out)))
     assert [row["iteration"] for row in rows] == ["1", "2"] and "params.x" in rows[0]
-
-    out = tmp_path / "exp.json"
-    read("export", "--format", "json", "--out", str(out))
     data = json.loads(out.read_text())
     assert data["run"]["id"] == run_id and [e["iteration"] for e in data["experiments"]] == [1, 2]
-
-    tasks = read("tasks")
     assert "toy-quadratic" in tasks and "hpo-covertype" in tasks
 
 

@@ -1,10 +1,9 @@
 """A new params run records the task's defaults as its first experiment before any model is asked
 (`--first defaults`, the default), in every mode: the baseline every proposal is measured against. A
 small model asked to start invents a whole configuration instead, and its run searches around that
-guess. End to end against the real stdio server, with the real OpenAI SDK talking to a local fake."""
+guess. End to end against the real server (the worker's shared one: each test starts a run of its own and
+reads back that run's experiments), with the real OpenAI SDK talking to a local fake."""
 
-import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,9 @@ from fakes import FakeOpenAIServer, chat_completion
 DEFAULTS = {"x": 0.0, "y": 0.0, "sleep": 0.0}
 
 
-def recorded(db: Path) -> list[tuple[dict[str, Any], str | None]]:
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT params_json, note FROM experiments ORDER BY iteration").fetchall()
-    return [(json.loads(params), note) for params, note in rows]
+def recorded(result: Any) -> list[tuple[dict[str, Any], str | None]]:
+    """The run's experiments as the server stored them (read back at the run's end), in order."""
+    return [(experiment.params, experiment.note) for experiment in result.history]
 
 
 def first_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, first: str = "defaults") -> Any:
@@ -30,14 +28,14 @@ def first_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int, first: s
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", "stateless-strong", "stateless"])
 async def test_the_defaults_are_recorded_first_and_the_model_is_asked_for_the_second(
-    tmp_path: Path, agent_server_env: None, mode: str
+    tmp_path: Path, shared_server: str, mode: str
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion('{"x": 0.5}'))
         result = await run_session(first_args(tmp_path, fake, 2), mode=mode, seed=1)
         bodies = fake.bodies("/chat/completions")
     assert result.stop_reason == "budget" and result.experiments == 2 and result.llm_calls == 1
-    assert recorded(tmp_path / "runs.db") == [
+    assert recorded(result) == [
         (DEFAULTS, "the defaults (--first defaults)"),
         ({**DEFAULTS, "x": 0.5}, None),
     ]
@@ -48,25 +46,23 @@ async def test_the_defaults_are_recorded_first_and_the_model_is_asked_for_the_se
 
 
 @pytest.mark.asyncio
-async def test_with_first_model_the_model_proposes_the_first_experiment(
-    tmp_path: Path, agent_server_env: None
-):
+async def test_with_first_model_the_model_proposes_the_first_experiment(tmp_path: Path, shared_server: str):
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion('{"x": 0.5}'), chat_completion('{"y": 0.5}'))
         result = await run_session(first_args(tmp_path, fake, 2, first="model"), mode="stateful", seed=1)
         bodies = fake.bodies("/chat/completions")
     assert result.experiments == 2 and result.llm_calls == 2
-    assert recorded(tmp_path / "runs.db")[0] == ({**DEFAULTS, "x": 0.5}, None)
+    assert recorded(result)[0] == ({**DEFAULTS, "x": 0.5}, None)
     assert "none yet" in bodies[0]["messages"][-1]["content"]
 
 
 @pytest.mark.asyncio
-async def test_a_budget_of_one_is_the_models_own_experiment(tmp_path: Path, agent_server_env: None):
+async def test_a_budget_of_one_is_the_models_own_experiment(tmp_path: Path, shared_server: str):
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion('{"x": 0.5}'))
         result = await run_session(first_args(tmp_path, fake, 1), mode="stateful", seed=1)
     assert result.experiments == 1 and result.llm_calls == 1
-    assert recorded(tmp_path / "runs.db") == [({**DEFAULTS, "x": 0.5}, None)]
+    assert recorded(result) == [({**DEFAULTS, "x": 0.5}, None)]
 
 
 @pytest.mark.asyncio

@@ -10,8 +10,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from autoresearch_mcp.server import jobs
 from autoresearch_mcp.server.build import build_server
+from autoresearch_mcp.server.jobs import service as jobs
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tools import calls

@@ -373,11 +373,12 @@ def test_when_the_budget_runs_out_mid_re_evaluation_the_result_says_so(seeded) -
 
 def test_hpo_re_evaluations_train_on_other_seeds_and_the_best_is_kept_on_the_mean(settings) -> None:
     service = Research(settings).open()
-    run, _ = service.runs.start_run("hpo-covertype", 4, None, 42, None, reeval_seeds=2)
+    # One re-evaluation: each training is a sandboxed process that imports XGBoost (about 3 CPU s).
+    run, _ = service.runs.start_run("hpo-covertype", 4, None, 42, None, reeval_seeds=1)
     params = {"n_estimators": 10, "max_depth": 3, "subsample": 0.5, "colsample_bytree": 0.5}
     result = service.experiments.run_experiment(run.id, params, None)
     runs = [result.experiment, *result.reevaluations]
-    assert [e.iteration for e in runs] == [1, 2, 3] and [e.status for e in runs] == ["ok"] * 3
+    assert [e.iteration for e in runs] == [1, 2] and [e.status for e in runs] == ["ok"] * 2
     assert all(e.params == runs[0].params and e.artifact_version == 1 for e in runs)
     assert len({e.metric for e in runs}) > 1  # subsampling with another seed trains another model
     mean = statistics.fmean(e.metric for e in runs)  # type: ignore[misc]
@@ -385,7 +386,7 @@ def test_hpo_re_evaluations_train_on_other_seeds_and_the_best_is_kept_on_the_mea
     assert (
         result.is_new_best and result.best is not None and result.best.mean == pytest.approx(mean, abs=1e-6)
     )
-    assert [e.kept for e in result.reevaluations] == [False, False]
+    assert [e.kept for e in result.reevaluations] == [False]
     assert "(mean " in service.runs.get_run_summary(run.id)
     # The same params again is still an exact repeat (the re-evaluations do not free it).
     with pytest.raises(Exception, match="exact repeat of experiment #1"):
