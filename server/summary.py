@@ -146,16 +146,21 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         )
     if current > 1:
         lines.append(f"train.py now v{current}: {_clip(versions[current], 60)}")
+    counts = store.counts.statuses(run.id)
+    running = counts.get("running", 0)
+    if running:  # measured at once (jobs): listed once, on their own line, so no proposal repeats one
+        recent = [exp for exp in recent if exp.status != "running"]
     if recent:
         lines.append("Last (vs best):" if has_params and best is not None else "Last:")
         lines.extend(experiment_line(exp, task, best, versions) for exp in recent)
+    if running:
+        lines.append(running_line(store, run, task, best, running))
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
         notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
     earlier = store.get_run(run.from_run) if run.from_run else None  # read once, for both lines
     lines.extend(earlier_run_lines(store, run, earlier, task))
-    counts = store.counts.statuses(run.id)
     refused = store.counts.events(run.id).get("refusal", 0)
     tally = [f"{status} {counts[status]}" for status in STATUS_ORDER if counts.get(status)]
     if tally == [f"ok {run.used}"] and not refused:
@@ -174,6 +179,28 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
             f"Change at least one value, e.g. {least_varied(store, run, earlier, task, best.params if best else {})}."
         )
     return "\n".join(lines)
+
+
+RUNNING_SHOWN = 8
+RUNNING_LINE_CHARS = 400
+
+
+def running_line(store: Store, run: Run, task: Task, best: Experiment | None, count: int) -> str:
+    """`Running: #16 lr=0.1, #17 max_depth=9`: the experiments not finished yet (queued or running), each
+    as what differs from the best; the latest RUNNING_SHOWN, and how many more."""
+    pending, _ = store.experiments(run.id, status="running", last=RUNNING_SHOWN)
+    pending.sort(key=lambda exp: exp.iteration)
+    shown = []
+    for exp in pending:
+        if exp.params:
+            reference = best.params if best is not None else _defaults(task)
+            changed = _changed(exp.params, reference)
+            what = task.format_params(_in_schema_order(changed, task)) if changed else "same params as best"
+        else:
+            what = f"train.py v{exp.artifact_version}"
+        shown.append(f"#{exp.iteration} {what}")
+    more = f" (+{count - len(shown)} more)" if count > len(shown) else ""
+    return _clip("Running: " + ", ".join(shown) + more, RUNNING_LINE_CHARS)
 
 
 EARLIER_LINE_CHARS = 300

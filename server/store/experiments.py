@@ -99,11 +99,16 @@ class ExperimentStore(ExperimentReads):
             earlier = conn.execute(EARLIER_RUN, (run_id, key, artifact_version)).fetchone()
             if earlier is not None and not repeat_ok:
                 exp = experiment_from_row(earlier)
+                # A pending one (a job queued or running, workers in parallel) has no result yet.
+                ended = (
+                    "which has not finished yet (queued or running): its result comes with a later summary"
+                    if exp.status == "running"
+                    else f"which ended {exp.status}"
+                    + (f" with {exp.metric:.4f}" if exp.metric is not None else "")
+                )
                 raise RepeatError(
                     f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
-                    f" which ended {exp.status}"
-                    + (f" with {exp.metric:.4f}" if exp.metric is not None else "")
-                    + ". Not run again; try different params or change train.py.",
+                    f" {ended}. Not run again; try different params or change train.py.",
                     exp,
                     distinct=self.counts.distinct_values(run_id, list(exp.params), conn=conn),
                 )

@@ -264,14 +264,14 @@ async def test_summary_and_history_are_answered_while_an_experiment_runs(setting
         async with anyio.create_task_group() as tg:
             tg.start_soon(held_experiment)
             with anyio.fail_after(60):
-                while "#2 running" not in (summary := (await call(client, "get_run_summary"))["summary"]):
+                while "Running: #2" not in (summary := (await call(client, "get_run_summary"))["summary"]):
                     await anyio.sleep(0.02)
             history = await call(client, "get_experiment_history")
             # Answered while the experiment is held: nothing waited for it.
             assert not done.is_set()
             HeldToyTask.release.set()
         assert done.is_set()
-    assert "#2 running" in summary and history["total"] == 2
+    assert "Running: #2 x=0" in summary and history["total"] == 2
     assert [e["status"] for e in history["experiments"]] == ["ok", "running"]
 
 

@@ -199,6 +199,32 @@ async def test_runs_show_and_the_dashboard_show_the_experiments_that_are_running
     assert page.count('<td><span class="status status-running">running</span>') == 2  # the table's rows
 
 
+@pytest.mark.asyncio
+async def test_the_summary_lists_what_is_still_running_and_a_repeat_of_it_is_refused_saying_which(
+    settings: ServerSettings,
+):
+    settings = settings.model_copy(update={"workers": 2})
+    async with serving(settings) as client:
+        run_id = (await call(client, "start_run", {"task": "race-luck", "budget": 5}))["run_id"]
+        first = (await call(client, "submit_training_job", {"params": {"x": 0.3}}))["job"]
+        await all_done(client, [first])
+        jobs = [
+            (await call(client, "submit_training_job", {"params": {"x": x, "sleep": 3}}))["job"]
+            for x in (1.0, 2.0)
+        ]
+        summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
+        repeat = await client.call_tool("submit_training_job", {"params": {"x": 2.0, "sleep": 3}})
+        await all_done(client, jobs)
+        after = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
+    assert "Running: #2 x=1 sleep=3, #3 x=2 sleep=3" in summary.splitlines()
+    assert "#2" not in summary.replace("Running: #2", "")  # listed once, not among the last results too
+    assert repeat.is_error and repeat.content[0].text.startswith(
+        "exact repeat of experiment #3 (same params on train.py v1), which has not finished yet (queued or"
+        " running): its result comes with a later summary."
+    )
+    assert "Running:" not in after and "#3 " in after
+
+
 # -- K completions at once ---------------------------------------------------------------------------
 
 K = 4
