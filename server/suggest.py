@@ -11,6 +11,7 @@ suggest. Optuna is imported only for a run that asked for it.
 """
 
 import math
+import threading
 import warnings
 from typing import Any, Literal, get_args, get_origin
 
@@ -24,6 +25,9 @@ SUGGESTERS = ("tpe",)
 HISTORY = 500  # the most recent experiments the sampler is fed: TPE's own cost grows with its trials
 DIGITS = 3  # significant digits of a suggested float: a value the model can copy exactly
 TRIES = 5  # draws before settling for one that repeats a tried configuration
+_drawn: dict[tuple[Any, ...], dict[str, Any]] = {}
+_drawn_lock = threading.Lock()
+DRAWN_KEPT = 64  # suggestions remembered, by the history they were drawn from
 PREFIX_WORDS = "optimiser suggests: "  # the line's start, as the client reads it (client/suggestion.py)
 
 
@@ -76,10 +80,26 @@ def suggestion(store: Store, run: Run, task: Task) -> dict[str, Any] | None:
     space = search_space(task)
     if not space:
         return None
+    history, total = store.experiments(run.id, last=HISTORY)
+    # The summary is read several times per experiment (each turn, the dashboard, hosts); TPE over
+    # hundreds of trials takes a second on a busy core. The same history gives the same line.
+    state = (run.id, run.seed, repr(space), total, tuple((exp.id, exp.status) for exp in history))
+    with _drawn_lock:
+        known = _drawn.get(state)
+    if known is not None:
+        return dict(known)
+    params = _draw(history, total, run, space)
+    with _drawn_lock:
+        _drawn[state] = params
+        while len(_drawn) > DRAWN_KEPT:
+            del _drawn[next(iter(_drawn))]
+    return dict(params)
+
+
+def _draw(history: list[Experiment], total: int, run: Run, space: dict[str, Any]) -> dict[str, Any]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    history, total = store.experiments(run.id, last=HISTORY)
     tried = {_key(exp.params, space) for exp in history}
     with warnings.catch_warnings():  # the sampler's options are fixed here, not the user's
         warnings.simplefilter("ignore")
