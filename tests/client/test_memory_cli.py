@@ -1,10 +1,12 @@
 """`run --from-run` and `compare --from-run` as a user meets them: the command (in this process, as
-test_cli.cli_here runs it), a real stdio server on a real SQLite file, the scripted double on the
+test_cli.cli_here runs it), a real server on a real SQLite file (one HTTP server per test for all its
+commands: a stdio server spawned per command costs about two CPU seconds), the scripted double on the
 test-only toy task."""
 
 import json
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from http_servers import http_server
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -22,17 +25,24 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def toy_run(capfd: pytest.CaptureFixture[str], db: Path, *extra: str) -> str:
-    result = cli_here(capfd, "run", "--task", "toy-quadratic", "--llm", "scripted", "--db", str(db), *extra)
+@pytest.fixture
+def server(tmp_path: Path, agent_server_env: None, covtype_csv: Path) -> Iterator[tuple[str, str]]:
+    """The flags that reach one HTTP server on the test's database, tmp_path / "r.db"."""
+    with http_server(tmp_path / "r.db", covtype_csv, tmp_path / "data") as port:
+        yield ("--server-url", f"http://127.0.0.1:{port}/mcp")
+
+
+def toy_run(capfd: pytest.CaptureFixture[str], server: tuple[str, str], *extra: str) -> str:
+    result = cli_here(capfd, "run", "--task", "toy-quadratic", "--llm", "scripted", *server, *extra)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
 def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
-    tmp_path: Path, agent_server_env: None, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, server: tuple[str, str], capfd: pytest.CaptureFixture[str]
 ):
     db = tmp_path / "r.db"
-    toy_run(capfd, db, "--budget", "3", "--seed", "1")
+    toy_run(capfd, server, "--budget", "3", "--seed", "1")
     conn = sqlite3.connect(db)
     earlier = conn.execute("SELECT id FROM runs").fetchone()[0]
     conn.close()
@@ -44,7 +54,7 @@ def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
 
     transcript = tmp_path / "later.jsonl"
     out = toy_run(
-        capfd, db, "--budget", "3", "--seed", "2", "--from-run", "latest", "--transcript", str(transcript)
+        capfd, server, "--budget", "3", "--seed", "2", "--from-run", "latest", "--transcript", str(transcript)
     )
     conn = sqlite3.connect(db)
     later, from_run = conn.execute("SELECT id, from_run FROM runs WHERE id != ?", (earlier,)).fetchone()
@@ -68,23 +78,22 @@ def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
     assert f"From {earlier}" in turn and "Earlier strategy: y below zero helps" in turn
     assert "Earlier failed: x=9 crashes" in turn
 
-    show = cli_here(capfd, "show", later, "--db", str(db))
+    show = cli_here(capfd, "show", later, *server)
     assert show.returncode == 0 and f"started from run {earlier}" in show.stdout
-    runs = cli_here(capfd, "runs", "--db", str(db))
+    runs = cli_here(capfd, "runs", *server)
     header, *lines = runs.stdout.splitlines()
     assert "from" in header.split()
     assert any(line.startswith(later) and earlier in line for line in lines)
 
 
 def test_the_stateless_baseline_started_from_a_run_has_its_re_measure_in_its_history(
-    tmp_path: Path, agent_server_env: None, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, server: tuple[str, str], capfd: pytest.CaptureFixture[str]
 ):
-    db = tmp_path / "r.db"
-    toy_run(capfd, db, "--budget", "2")
+    toy_run(capfd, server, "--budget", "2")
     transcript = tmp_path / "stateless.jsonl"
     toy_run(
         capfd,
-        db,
+        server,
         "--budget",
         "2",
         "--mode",
@@ -99,12 +108,12 @@ def test_the_stateless_baseline_started_from_a_run_has_its_re_measure_in_its_his
 
 
 def test_from_run_with_run_id_or_an_unknown_run_is_one_line(
-    tmp_path: Path, agent_server_env: None, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, server: tuple[str, str], capfd: pytest.CaptureFixture[str]
 ):
     db = str(tmp_path / "r.db")
-    both = ("run", "--run-id", "r-0000000000", "--from-run", "latest", "--llm", "scripted", "--db", db)
+    both = ("run", "--run-id", "r-0000000000", "--from-run", "latest", "--llm", "scripted", *server)
     assert "give one of them" in one_line_error(cli_here(capfd, *both))
-    toy = ("run", "--task", "toy-quadratic", "--llm", "scripted", "--db", db, "--from-run")
+    toy = ("run", "--task", "toy-quadratic", "--llm", "scripted", *server, "--from-run")
     assert "unknown run 'r-0000000000'" in one_line_error(cli_here(capfd, *toy, "r-0000000000"))
     none = cli_here(capfd, *toy, "latest")
     assert "no earlier toy-quadratic run" in one_line_error(none)
