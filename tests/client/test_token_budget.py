@@ -104,7 +104,7 @@ def test_a_token_budget_below_one_is_refused_by_the_config():
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", "stateless"])
 async def test_a_run_stops_before_the_call_that_could_exceed_its_token_budget_and_is_finished_with_that_reason(
-    tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch, mode: str
+    tmp_path: Path, shared_server: str, monkeypatch: pytest.MonkeyPatch, mode: str
 ):
     measured: list[tuple[LLMRequest, int]] = []
 
@@ -114,7 +114,7 @@ async def test_a_run_stops_before_the_call_that_could_exceed_its_token_budget_an
 
     monkeypatch.setattr(check, "input_tokens", spy)
     args = build_parser().parse_args(
-        ["run", "--db", str(tmp_path / "runs.db"), "--quiet", "--task", "toy-quadratic", "--llm", "scripted",
+        ["run", "--server-url", shared_server, "--quiet", "--task", "toy-quadratic", "--llm", "scripted",
          "--budget", "6", "--max-tokens", str(MAX_TOKENS), "--token-budget", str(BUDGET)]
     )  # fmt: skip
     result = await run_session(args, mode=mode, seed=42)
@@ -136,12 +136,12 @@ async def test_a_run_stops_before_the_call_that_could_exceed_its_token_budget_an
 
 
 def test_compare_holds_each_run_to_the_token_budget_and_writes_what_each_spent(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     out = tmp_path / "out"
     command = (
         f"compare --task toy-quadratic --llm scripted --iterations 6 --seeds 42 --max-tokens {MAX_TOKENS}"
-        f" --token-budget {BUDGET} --out"
+        f" --token-budget {BUDGET} --server-url {shared_server} --out"
     )
     assert main([*command.split(), str(out)]) == 0
 
