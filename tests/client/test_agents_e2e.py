@@ -57,7 +57,7 @@ def experiments(db: Path) -> list[tuple]:
 
 @pytest.mark.asyncio
 async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
-    tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, shared_server: str, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with FakeAnthropicServer() as fake:
@@ -107,7 +107,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
     assert (
         records[0]["tokens"]["fixed"] > 0 and records[0]["tokens"]["context"] < records[0]["tokens"]["full"]
     )
-    assert [row[1] for row in experiments(tmp_path / "runs.db")] == ["ok", "ok"]
+    assert [e.status for e in result.history] == ["ok", "ok"]
 
 
 @pytest.mark.asyncio
@@ -135,7 +135,7 @@ async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
 
 @pytest.mark.asyncio
 async def test_the_stateless_baseline_sends_one_growing_message_through_the_real_openai_sdk(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -164,7 +164,7 @@ async def test_the_stateless_baseline_sends_one_growing_message_through_the_real
     assert "(none yet)" in prompts[0] and prompts[0].endswith("Propose the next configuration as JSON.")
     assert "Iter 1: score=" in prompts[2] and '"x": 0.5' in prompts[2]
     assert len(prompts[2]) > len(prompts[0])
-    assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.5, 0.2]
+    assert [e.params["x"] for e in result.history] == [0.5, 0.2]
 
 
 @pytest.mark.asyncio
@@ -224,23 +224,17 @@ def test_without_an_api_key_the_run_command_names_the_alternatives(
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("mode", ["stateful", "stateless"])
-async def test_the_scripted_backend_rewrites_code_end_to_end(
-    tmp_path: Path, agent_server_env: None, mode: str
-):
+async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, shared_server: str, mode: str):
     args = run_args(tmp_path, "--task", "codeopt-records", "--llm", "scripted", "--iterations", "2")
     result = await run_session(args, mode=mode, seed=42)
     assert result.scripted and result.stop_reason == "budget" and result.experiments == 2
     assert result.llm_calls == 2
-    rows = experiments(tmp_path / "runs.db")
-    assert [row[1] for row in rows] == ["ok", "ok"]
+    assert [e.status for e in result.history] == ["ok", "ok"]
     # The best the agent reports is the one the server kept, if any (whether a rewrite is surely faster
     # than the original here is the machine's to measure: test_codeopt_task.py times that in the slow
     # set).
-    with sqlite3.connect(tmp_path / "runs.db") as db:
-        kept = db.execute(
-            "SELECT iteration, metric FROM experiments WHERE kept ORDER BY iteration"
-        ).fetchall()
-    assert result.best_metric == (kept[-1][1] if kept else None)
+    kept = [e.metric for e in result.history if e.kept]
+    assert result.best_metric == (kept[-1] if kept else None)
     records = load_transcript(result.transcript)
     sent = records[0]["request"]["messages"]
     if mode == "stateful":
@@ -498,7 +492,7 @@ def test_a_thread_count_below_one_is_refused_before_anything_starts(
 
 @pytest.mark.asyncio
 async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_sees_its_repeat_once(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, shared_server: str
 ):
     same = {"params": {"x": 0.1, "y": 0.2}}
     with FakeOpenAIServer() as fake:
@@ -522,7 +516,7 @@ async def test_a_model_that_repeats_itself_is_told_which_value_to_change_and_see
     assert first_refusal[0].endswith("Change at least one value this time, e.g. raise or lower x.")
     # ... the second refusal replaces the first in the window (same call), and names the next one.
     assert len(second_refusal) == 1 and second_refusal[0].endswith("e.g. raise or lower y.")
-    assert [json.loads(row[2])["x"] for row in experiments(tmp_path / "runs.db")] == [0.1, 0.3]
+    assert [e.params["x"] for e in result.history] == [0.1, 0.3]
 
 
 @pytest.mark.asyncio
