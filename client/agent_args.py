@@ -21,6 +21,7 @@ MAX_THREADS = 256  # the bound of hpo-covertype's own hpo_threads setting
 MAX_BUDGET = 10_000  # start_run's bound
 MAX_REEVAL_SEEDS = 10  # start_run's bound
 MAX_SEED = 2**31 - 1  # start_run's bound
+MAX_BATCH = 64  # experiments one reply may propose: more is a flood, not a batch
 
 
 def whole_number(subject: str, low: int, high: int | None = None, unit: str = "") -> Callable[[str], int]:
@@ -62,6 +63,7 @@ context_window_arg = whole_number("the context window is", 1, unit="tokens")
 max_tokens_arg = whole_number("expected", 1, unit="tokens")
 max_failures_arg = whole_number("expected", 1, unit="calls in a row")
 seed_arg = whole_number("expected", 0, MAX_SEED)
+batch_arg = whole_number("--batch is", 1, MAX_BATCH, "experiments per reply")
 
 
 def done_from_arg(value: str) -> float:
@@ -115,6 +117,16 @@ def seeds_arg(value: str) -> list[int]:
     if len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"each seed once: {value!r} repeats one")
     return seeds
+
+
+def batch_problem(batch: int, mode: str) -> str | None:
+    """Why `--batch` cannot apply to this mode, if it cannot (a task's kind is checked once it is known)."""
+    if batch > 1 and mode != "stateful":
+        return (
+            f"--batch {batch} is read by the stateful agent; --mode {mode} proposes one experiment per call:"
+            " drop --batch or use --mode stateful"
+        )
+    return None
 
 
 def check_agent_args(args: argparse.Namespace) -> None:

@@ -52,6 +52,11 @@ class AgentConfig(BaseModel):
         "told how many experiments are left (1: never, the whole budget as karpathy's NEVER STOP)",
     )
     max_tokens: int = 1024
+    batch: int = Field(
+        default=1,
+        ge=1,
+        description="stateful, params tasks: experiments the model may propose in one reply, measured at once",
+    )
     code_replies: Literal["tool", "text"] = Field(
         default="tool",
         description="stateful, code tasks: the model changes train.py with a modify_train_py call (tool) or "

@@ -23,6 +23,7 @@ from typing import Any
 import tiktoken
 from pydantic import BaseModel
 
+from autoresearch_mcp.client.batch import proposed_count
 from autoresearch_mcp.client.llm.base import LLM, LLMRequest, LLMResponse, Message, ToolCall
 from autoresearch_mcp.client.suggestion import uptake
 from autoresearch_mcp.contract.env import transcripts_dir
@@ -125,6 +126,7 @@ class Transcript:
         llm: LLM,
         path: Path | str | None = None,
         token_budget: int | None = None,
+        batch: int = 1,
     ) -> None:
         if path is None:
             path = transcripts_dir() / f"{run_id}-{mode}.jsonl"
@@ -138,6 +140,7 @@ class Transcript:
         self.full_tokens = 0  # over this object's calls: what a token budget is held against
         # On every line, so that whoever reads the transcript (the dashboard) knows the cap too.
         self.token_budget = token_budget
+        self.batch = batch  # --batch K: each line says how many experiments its reply proposed
 
     def record(
         self, *, iteration: int, request: LLMRequest, response: LLMResponse, latency_s: float
@@ -164,6 +167,8 @@ class Transcript:
             "token_budget": self.token_budget,
         }
         line["billed"] = billed_of(line)
+        if self.batch > 1:
+            line["batch"] = {"offered": self.batch, "proposed": proposed_count(response)}
         if (took := uptake(request, response)) is not None:  # only on a turn that offered a suggestion
             line["suggestion"] = took
         with self.path.open("a", encoding="utf-8") as f:

@@ -14,7 +14,13 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from autoresearch_mcp.client.agent_args import add_agent_arguments, check_agent_args, seed_arg
+from autoresearch_mcp.client.agent_args import (
+    add_agent_arguments,
+    batch_arg,
+    batch_problem,
+    check_agent_args,
+    seed_arg,
+)
 from autoresearch_mcp.client.check import AgentConfig, AgentResult
 from autoresearch_mcp.client.connect import ResearchClient, connect, tool_arguments
 from autoresearch_mcp.client.interrupted import PROG, RunHandle, interrupted_line
@@ -53,6 +59,15 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         help="params work, stateful: the summary also shows the configuration an optimiser would try next"
         " (tpe: Optuna's TPE fed the run's history), for the model to take, change or ignore; the"
         " transcript records which (default: none)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=batch_arg,
+        default=1,
+        metavar="K",
+        help="params work, stateful: the model may propose up to K experiments in one reply (a JSON list,"
+        " or several run_experiment calls), submitted as background jobs that the server's --workers"
+        " measure at once; each is judged alone (budget, refusals, repeats) (default 1)",
     )
     parser.add_argument("--transcript", type=Path, help="JSONL transcript (default: data dir/transcripts/)")
     parser.add_argument("--quiet", action="store_true", help="no live display, only the final lines")
@@ -177,6 +192,12 @@ async def run_session(
                     f"--suggest is for params work: task {task.name} is code work, with no params for an "
                     "optimiser to suggest; run it without --suggest"
                 )
+            batch = getattr(args, "batch", 1)
+            if batch > 1 and task.kind != "params":
+                raise ResearchError(
+                    f"--batch is for params work: task {task.name} is code work, where each change builds"
+                    " on the version before it; run it without --batch"
+                )
             # The double is checked before a run is started for it: one it cannot play starts none.
             plan = await rc.scripted_plan(task.name) if scripted else None
             if plan is not None and (problem := ScriptedLLM.cannot_play(task, plan)) is not None:
@@ -226,8 +247,11 @@ async def run_session(
                 param_replies=args.param_replies,
                 token_budget=args.token_budget,
                 context_window=args.context_window,
+                batch=getattr(args, "batch", 1),
             )
-            recorder = Transcript(run.id, mode, llm=llm, path=transcript, token_budget=config.token_budget)
+            recorder = Transcript(
+                run.id, mode, llm=llm, path=transcript, token_budget=config.token_budget, batch=config.batch
+            )
             if mode == "stateful":
                 agent: StatefulAgent | StatelessAgent = StatefulAgent(rc, recorder, run.id, config, progress)
             else:
@@ -285,6 +309,8 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None
             f"--suggest puts its line in the summary the stateful agent reads; --mode {args.mode} does not"
             " read it: drop --suggest or use --mode stateful"
         )
+    if (problem := batch_problem(args.batch, args.mode)) is not None:
+        raise ResearchError(problem)
     console = Console(highlight=False)
     plain = not console.is_terminal
     # A terminal's lines wrap between words (rich's), never inside an id or a value (the terminal's);

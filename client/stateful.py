@@ -20,6 +20,7 @@ call: 313-346 hidden tokens on Claude 4 models, about 230 in llama.cpp's chatml-
 import json
 from typing import Any
 
+from autoresearch_mcp.client.batch import batch_turn, over_batch, parse_proposals
 from autoresearch_mcp.client.check import (
     Agent,
     AgentConfig,
@@ -48,7 +49,7 @@ from autoresearch_mcp.client.replies import describe_reply, parse_json_object, r
 from autoresearch_mcp.client.set_aside import SetAside, set_aside_note
 from autoresearch_mcp.client.tools import agent_tools, server_arguments
 from autoresearch_mcp.client.window import Turn, select_window, text_messages, window_texts
-from autoresearch_mcp.contract.arguments import RunBenchmarkArgs
+from autoresearch_mcp.contract.arguments import GetJobArgs, RunBenchmarkArgs
 from autoresearch_mcp.contract.code_focus import (
     FAILURE_CHARS,
     Failure,
@@ -58,12 +59,13 @@ from autoresearch_mcp.contract.code_focus import (
 )
 from autoresearch_mcp.contract.errors import RepeatDetail, error_headline
 from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
-from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult, Run
+from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult, JobInfo, Run
 from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolName
 
 # The changes of train.py the agent benchmarks at once, where the task's profile says so.
 CHANGE_TOOLS = (ToolName.MODIFY_TRAIN_PY, ToolName.REPLACE_FUNCTION)
 MAX_RESULT_CHARS = 3000
+JOB_WAIT_S = 60.0  # one get_job's wait; the agent asks again until the job ends
 
 
 def result_text(tool: str, outcome: ToolOutcome) -> str:
@@ -101,6 +103,7 @@ class StatefulAgent(Agent):
         self.current_code, self.changed, self.last_result = "", [], None
         self.whole_file = False  # the last text turn showed the whole file and asked for it whole
         self.aside = SetAside()  # functions whose versions kept failing (set_aside.py)
+        self.batch_lines: list[str] = []  # --batch: the last batch's line per item, for the next turn
 
     async def run(self) -> AgentResult:
         task = self.config.task
@@ -128,7 +131,11 @@ class StatefulAgent(Agent):
                 window = []  # the focus went back to an earlier version and dropped the turns about it
             # After the focus, which may have gone back: the summary says where train.py is now.
             summary = await self.rc.summary(self.run_id)
-            request_text = task.agent.turn
+            request_text = batch_turn(task.agent.turn, self.config.batch, json_mode)
+            if self.batch_lines:
+                # The summary lists the last few experiments only: the batch's every result, item by item.
+                request_text = "Your last batch:\n" + "\n".join(self.batch_lines) + "\n" + request_text
+                self.batch_lines = []
             if text_mode:
                 self.whole_file = focus is not None and shows_whole_file(focus)
                 request_text = WHOLE_FILE_TURN if self.whole_file else TEXT_TURN
@@ -191,7 +198,13 @@ class StatefulAgent(Agent):
                     Turn(assistant=assistant, user=Message(role="user", text=nudge), refused=True)
                 )
                 continue
-            self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
+            batch = self.config.batch > 1 and all(
+                c.name == ToolName.RUN_EXPERIMENT for c in response.tool_calls
+            )
+            if batch:
+                self.turns.append(await self._batch_tools(assistant, response.tool_calls))
+            else:
+                self.turns.append(await self._run_tools(assistant, response.tool_calls, names))
         return await finish(
             self.rc, self.run_id, "stateful", stop, self.calls, self.transcript, self.refusals
         )
@@ -213,6 +226,9 @@ class StatefulAgent(Agent):
         call, as if the model had made it); DONE ends the run as a tool-less reply does. The turn is
         kept as text: the reply, then the result or refusal as the user's next words."""
         text = assistant.text
+        items = parse_proposals(text) if self.config.batch > 1 else None
+        if items is not None:
+            return await self._batch_text(assistant, items)
         params = parse_json_object(text)
         if params is None:
             example = self.config.task.agent.stateless.example or '{"name": value}'
@@ -241,6 +257,86 @@ class StatefulAgent(Agent):
             said = f"{kept}. {said}"
         turn.user = Message(role="user", text=said)
         return turn
+
+    async def _batch_text(self, assistant: Message, items: list[dict[str, Any]]) -> Turn:
+        """A JSON list of params (--batch): each item submitted and collected; the next turn's words are
+        one line per item."""
+        turn = Turn(assistant=assistant, user=Message(role="user"))
+        lines = [text for text, _ in await self._batch(items, turn)]
+        turn.refused = not turn.recorded_experiment
+        turn.user = Message(role="user", text="\n".join(lines))
+        return turn
+
+    async def _batch_tools(self, assistant: Message, calls: list[ToolCall]) -> Turn:
+        """Several run_experiment calls in one reply (--batch): submitted and collected as one batch."""
+        turn = Turn(assistant=assistant, user=Message(role="user"))
+        items: list[dict[str, Any] | str] = []
+        for call in calls:
+            if call.parse_error is not None:
+                self.refused(kind="invalid_arguments")
+                items.append(f"invalid arguments: {call.parse_error}")
+                continue
+            arguments = server_arguments(self.specs.get(call.name), call.arguments)
+            sent = arguments.get("params")
+            items.append(sent if isinstance(sent, dict) else {})
+        said = await self._batch(items, turn)
+        results = [
+            ToolResult(tool_call_id=call.id, content=text, is_error=is_error)
+            for call, (text, is_error) in zip(calls, said, strict=True)
+        ]
+        turn.user = Message(role="user", tool_results=results)
+        return turn
+
+    async def _batch(
+        self, items: "list[dict[str, Any]] | list[dict[str, Any] | str]", turn: Turn
+    ) -> list[tuple[str, bool]]:
+        """Submit every item (up to --batch) as a background job, then wait for each: one line per item,
+        and whether it was refused. A refusal costs nothing (the server takes budget only for a job it
+        accepts); a reply whose items all were refused counts as one failure, as one reply is one try."""
+        k = self.config.batch
+        fixed = self.config.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {})
+        said: list[tuple[str, bool]] = []
+        jobs: dict[int, str] = {}  # item position -> job id
+        for index, item in enumerate(items, 1):
+            if isinstance(item, str):
+                said.append((f"item {index}: {item}", True))
+                continue
+            if index > k:
+                self.refused(kind="over_batch")
+                said.append((over_batch(index, k), True))
+                continue
+            arguments = {"params": item, **fixed, "run_id": self.run_id}
+            outcome = await self.rc.call_tool(ToolName.SUBMIT_TRAINING_JOB, arguments)
+            if not outcome.ok:
+                self.refused(outcome)
+                why = self.refusal_text(ToolName.RUN_EXPERIMENT, outcome, item)
+                said.append((f"item {index} refused: {why}", True))
+                continue
+            jobs[index] = outcome.as_model(JobInfo).job.id
+            said.append(("", False))
+        for index, job_id in jobs.items():
+            said[index - 1] = await self._collect(index, job_id, turn)
+        if not turn.recorded_experiment:
+            self.failures += 1
+        else:  # a batch with nothing recorded stays in the window, which says the same
+            self.batch_lines = [text for text, _ in said]
+        return said
+
+    async def _collect(self, index: int, job_id: str, turn: Turn) -> tuple[str, bool]:
+        """Wait for one job of a batch and account for its experiment."""
+        while True:
+            outcome = await self.rc.call(GetJobArgs(job_id=job_id, wait_seconds=JOB_WAIT_S))
+            if not outcome.ok:
+                return f"item {index}: {outcome.text[:MAX_RESULT_CHARS]}", True
+            info = outcome.as_model(JobInfo)
+            if info.job.status in ("queued", "running"):
+                continue
+            if info.result is None:
+                return f"item {index}: the job failed: {info.job.error or 'no reason given'}", True
+            call = ToolCall(id=f"job-{job_id}", name=ToolName.RUN_EXPERIMENT, arguments={})
+            recorded = ToolOutcome(ok=True, text="", data=info.result.model_dump(mode="json"))
+            self._account(call, recorded, turn)
+            return f"item {index}: {result_line(info.result)}", False
 
     def _best_already(self, params: dict[str, Any], run: Run) -> str:
         """Where a reply applied to the best (base="best") was refused as an exact repeat of the best

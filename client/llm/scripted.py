@@ -22,6 +22,7 @@ import random
 import re
 from typing import Any
 
+from autoresearch_mcp.client.batch import batch_size
 from autoresearch_mcp.client.llm.base import (
     LLMError,
     LLMRequest,
@@ -82,6 +83,11 @@ def _last_edit_refused(request: LLMRequest) -> bool:
     edits = {c.id for m in request.messages for c in m.tool_calls if c.name in changes}
     results = [r for m in request.messages for r in m.tool_results if r.tool_call_id in edits]
     return bool(results) and results[-1].is_error
+
+
+def _offered_batch(request: LLMRequest) -> int:
+    """The K of `--batch K` as the turn's words offer it (the turn message, wherever the window puts it)."""
+    return batch_size("\n".join(m.text for m in request.messages if m.role == "user"))
 
 
 class ScriptedLLM:
@@ -153,36 +159,53 @@ class ScriptedLLM:
         reference = {**self._hpo.space.defaults, **best}
         return {k: v for k, v in params.items() if reference.get(k) != v}
 
-    def _hpo_text_reply(self, request: LLMRequest) -> LLMResponse:
-        """The stateful agent's JSON-in-text protocol: the changes as one JSON object, nothing else."""
+    def _proposals(self, request: LLMRequest) -> list[tuple[dict[str, Any], str]]:
+        """As many new configurations as the turn offers to take at once (--batch K: K), or fewer where
+        no untried one is left."""
+        text = request_text(request)
+        wanted = _offered_batch(request)
+        found: list[tuple[dict[str, Any], str]] = []
         assert self._hpo is not None
-        proposal = self._hpo.propose(request_text(request))
-        if proposal is None:
+        while len(found) < wanted and (proposal := self._hpo.propose(text)) is not None:
+            found.append(proposal)
+        return found
+
+    def _hpo_text_reply(self, request: LLMRequest) -> LLMResponse:
+        """The stateful agent's JSON-in-text protocol: the changes as one JSON object, nothing else (a
+        JSON list of them where the turn offers a batch)."""
+        proposals = self._proposals(request)
+        if not proposals:
             return self._reply("DONE: no untried configuration left near the best.")
-        return self._reply(json.dumps(self._changes(request, proposal[0])))
+        changes = [self._changes(request, params) for params, _ in proposals]
+        if _offered_batch(request) > 1:
+            return self._reply(json.dumps(changes))
+        return self._reply(json.dumps(changes[0]))
 
     def _hpo_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
         assert self._hpo is not None
         if stateful and ToolName.RUN_EXPERIMENT not in tools:
             raise LLMError("scripted backend: the request offers no run_experiment tool")
-        proposal = self._hpo.propose(request_text(request))
-        if proposal is None:
+        proposals = self._proposals(request) if stateful else []
+        if not stateful and (proposal := self._hpo.propose(request_text(request))) is not None:
+            proposals = [proposal]
+        if not proposals:
             return self._reply("DONE: no untried configuration left near the best.")
-        params, why = proposal
         if stateful:
-            params = self._changes(request, params)
             offered = next((t for t in request.tools if t.name == ToolName.RUN_EXPERIMENT), None)
             offered_args = offered.input_schema.get("properties", {}) if offered is not None else {}
-            if offered_args and "params" not in offered_args:
-                arguments: dict[str, Any] = params  # the params at the top level: the agent nests them
-            else:
-                arguments = {"params": params}
-            if "note" in offered_args:
-                # The reason travels once in each mode: as the note here, as the reply text when stateless.
-                arguments["note"] = why
-            return self._reply(
-                "", [ToolCall(id=self._id(), name=ToolName.RUN_EXPERIMENT, arguments=arguments)]
-            )
+            calls = []
+            for params, why in proposals:  # one call each: a turn offering a batch gets several
+                changes = self._changes(request, params)
+                if offered_args and "params" not in offered_args:
+                    arguments: dict[str, Any] = changes  # the params at the top level: the agent nests them
+                else:
+                    arguments = {"params": changes}
+                if "note" in offered_args:
+                    # The reason travels once in each mode: as the note here, as the reply text when stateless.
+                    arguments["note"] = why
+                calls.append(ToolCall(id=self._id(), name=ToolName.RUN_EXPERIMENT, arguments=arguments))
+            return self._reply("", calls)
+        params, why = proposals[0]
         return self._reply(f"{why}\n{json.dumps(params)}")
 
     def _code_reply(self, request: LLMRequest, *, stateful: bool, tools: set[str]) -> LLMResponse:
