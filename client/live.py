@@ -116,6 +116,13 @@ class LiveView:
             self._now(f"calling {tool}")
 
     def tool_ended(self, tool: str, outcome: ToolOutcome) -> None:
+        if (
+            tool == ToolName.GET_JOB
+            and outcome.ok
+            and isinstance(recorded := (outcome.data or {}).get("result"), dict)
+        ):
+            # A job of a batch (--batch), collected: shown as the experiment it recorded.
+            tool, outcome = ToolName.RUN_EXPERIMENT, outcome.model_copy(update={"data": recorded})
         if not outcome.ok:
             self._line(f"refused {tool}: {' '.join(outcome.text.split())[:160]}")
         elif tool in EXPERIMENT_TOOLS and outcome.data is not None:
