@@ -1,6 +1,7 @@
 """Connect the agent to the server: spawn it over stdio (default) or reach one over streamable HTTP; and
 the typed client of its tools and resources."""
 
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -24,7 +25,6 @@ from autoresearch_mcp.contract.models import (
     RunList,
     ScriptedPlan,
     TaskInfo,
-    TaskList,
 )
 from autoresearch_mcp.contract.profile import ProfileResult
 from autoresearch_mcp.contract.tools import TOOL_OF, ToolName, Uri
@@ -128,7 +128,8 @@ class ResearchClient:
         return contents[0].text  # type: ignore[union-attr]
 
     async def summary(self, run_id: str) -> str:
-        return await self._read(Uri.SUMMARY.of(run_id=run_id))
+        """The summary in the words of the small-model profile this agent's prompts are written for."""
+        return await self._read(Uri.SMALL_SUMMARY.of(run_id=run_id))
 
     async def runs(self) -> list[Run]:
         """Every run the server keeps, newest first."""
@@ -145,10 +146,16 @@ class ResearchClient:
         return Run.model_validate_json(text)
 
     async def tasks(self) -> list[TaskInfo]:
-        return TaskList.model_validate_json(await self._read(Uri.TASKS)).tasks
+        listed = json.loads(await self._read(Uri.TASKS))["tasks"]
+        return [await self._with_agent(task) for task in listed]
 
     async def task(self, name: str) -> TaskInfo:
-        return TaskInfo.model_validate_json(await self._read(Uri.TASK.of(name=name)))
+        return await self._with_agent(json.loads(await self._read(Uri.TASK.of(name=name))))
+
+    async def _with_agent(self, task: dict[str, Any]) -> TaskInfo:
+        """A task as the server describes it to anyone, with the profile this agent works by."""
+        agent = json.loads(await self._read(Uri.TASK_AGENT.of(name=task["name"])))
+        return TaskInfo.model_validate({**task, "agent": agent})
 
     async def scripted_plan(self, name: str) -> ScriptedPlan:
         """What the scripted test double needs to play the task (only the double reads it)."""

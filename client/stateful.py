@@ -76,9 +76,8 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
         return result_line(outcome.as_model(ExperimentResult))
     if tool in EDIT_TOOLS:
         return version_line(outcome.as_model(ArtifactInfo))
-    if tool == ToolName.GET_CURRENT_TRAIN_PY:
-        info = outcome.as_model(ArtifactInfo)
-        return f"train.py v{info.version}:\n{info.source}"
+    if tool == ToolName.GET_CURRENT_TRAIN_PY:  # the source comes as plain text, once
+        return outcome.text
     return json.dumps(outcome.data, separators=(",", ":"))[:MAX_RESULT_CHARS]
 
 

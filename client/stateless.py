@@ -34,7 +34,7 @@ from autoresearch_mcp.client.prompts import (
     stateless_hpo,
 )
 from autoresearch_mcp.client.replies import parse_json_object, says_done
-from autoresearch_mcp.contract.arguments import GetCurrentTrainPyArgs, RunBenchmarkArgs, RunExperimentArgs
+from autoresearch_mcp.contract.arguments import RunBenchmarkArgs, RunExperimentArgs
 from autoresearch_mcp.contract.code_focus import lines_line, time_line
 from autoresearch_mcp.contract.models import Experiment, ExperimentResult, Run
 from autoresearch_mcp.contract.profile import Profile
@@ -70,7 +70,7 @@ class StatelessAgent(Agent):
         # experiments already: the history this baseline keeps starts with them.
         earlier = await self.rc.history(self.run_id)
         if code_task:
-            current = await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))
+            current = await self.rc.train_py(self.run_id)
             headline, block = "original", self.config.task.agent.stateless.not_run
             if earlier:
                 last = earlier[-1]
@@ -78,10 +78,8 @@ class StatelessAgent(Agent):
                 headline, block = benchmark_text(
                     self.config.task, last.status, last.metrics, last.error_tail, repeats
                 )
-            self.versions.append(
-                CodeVersion(iteration=0, code=current.source or "", headline=headline, benchmark=block)
-            )
-            self.source = self.code_now = current.source or ""
+            self.versions.append(CodeVersion(iteration=0, code=current, headline=headline, benchmark=block))
+            self.source = self.code_now = current
             info = await self.rc.profile(self.run_id)
             self.profile = info.profile if info is not None else None
         else:
@@ -176,9 +174,7 @@ class StatelessAgent(Agent):
             if not changed.ok:
                 self._unused(self.refusal_text(tool, changed, {}), changed)
                 return None
-        self.source = self.code_now = (
-            await self.rc.result(GetCurrentTrainPyArgs(run_id=self.run_id))
-        ).source or ""
+        self.source = self.code_now = await self.rc.train_py(self.run_id)
         outcome = await self.rc.call(RunBenchmarkArgs(run_id=self.run_id))
         if not outcome.ok:
             self._unused(self.refusal_text(ToolName.RUN_BENCHMARK, outcome, {}), outcome)

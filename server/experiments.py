@@ -91,11 +91,12 @@ class ExperimentService:
         note: str | None = None,
         base: ParamsBase = "defaults",
         tool: ToolName = ToolName.RUN_EXPERIMENT,
+        remeasure: bool = False,
     ) -> ExperimentResult:
-        trial = self.ask(run, params, note, tool, base)
+        trial = self.ask(run, params, note, tool, base, remeasure=remeasure)
         return self.tell(trial, self.measure(trial))
 
-    def run_benchmark(self, run: RunRef) -> ExperimentResult:
+    def run_benchmark(self, run: RunRef, remeasure: bool = False) -> ExperimentResult:
         record = self.store.run(run)
         task = self.tasks(record.task)
         if task.experiment_tool != ToolName.RUN_BENCHMARK:
@@ -105,7 +106,7 @@ class ExperimentService:
                 f"task {task.name} is evaluated with run_experiment(params), not run_benchmark",
                 "wrong_tool",
             )
-        return self.run_experiment(record, {}, tool=ToolName.RUN_BENCHMARK)
+        return self.run_experiment(record, {}, tool=ToolName.RUN_BENCHMARK, remeasure=remeasure)
 
     def get_experiment_history(
         self,
@@ -148,15 +149,24 @@ class ExperimentService:
         note: str | None,
         tool: str,
         base: ParamsBase = "defaults",
+        *,
+        remeasure: bool = False,
     ) -> Trial:
         """Validate and reserve: the experiment row exists (and counts against the budget) from here on.
 
         `base`: what the params not given take: the task's defaults, or the best experiment's values
         (so a caller sends only what it changes). Invalid params and exact repeats are refused, logged,
-        and cost nothing."""
+        and cost nothing; `remeasure` asks for an exact repeat on purpose, where the task is noisy."""
         check_text(note, "the note", multiline=True)
         record = self.store.run(run)
         task = self.tasks(record.task)
+        if remeasure and not task.noisy:
+            raise self.refuse(
+                record.id,
+                tool,
+                f"remeasure is for tasks whose metric is a timing; {task.name} measures the same params on "
+                "the same train.py the same way every time",
+            )
         if base == "best" and record.best is not None and isinstance(params, dict):
             params = {**record.best.params, **params}
         try:
@@ -165,7 +175,9 @@ class ExperimentService:
             raise self.refuse(record.id, tool, params_error(exc, task), "invalid_params") from None
         artifact = self.store.artifacts.get(record.id)
         try:
-            exp = self.store.reserve_experiment(record.id, validated.model_dump(), artifact.version, note)
+            exp = self.store.reserve_experiment(
+                record.id, validated.model_dump(), artifact.version, note, repeat_ok=remeasure
+            )
         except ResearchError as exc:  # a repeat (logged as a refusal), a finished run, no budget left
             if isinstance(exc, RefusedError):
                 self.store.events.log(record.id, "refusal", tool, str(exc))

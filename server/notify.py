@@ -126,7 +126,7 @@ class Notifier(ResearchEvents):
         best = run.best.metric if run.best is not None else None
         data = {"event": "run_finished", **_run_fields(run), "status": run.status, "used": run.used}
         self.log("notice", {**data, "best": best, "reason": short(run.finish_reason)})
-        self.resources_updated(Uri.SUMMARY.of(run_id=run.id), Uri.RUNS)
+        self.resources_updated(Uri.SUMMARY.of(run_id=run.id), Uri.SMALL_SUMMARY.of(run_id=run.id), Uri.RUNS)
 
     def experiment_started(self, run: Run, experiment: Experiment) -> None:
         data = {"event": "experiment_started", **_run_fields(run), "iteration": experiment.iteration}
@@ -144,7 +144,8 @@ class Notifier(ResearchEvents):
             "budget_left": max(run.budget - run.used, 0),
         }
         self.log("info" if experiment.status == "ok" else "warning", data)
-        self.resources_updated(Uri.SUMMARY.of(run_id=run.id), Uri.HISTORY.of(run_id=run.id), Uri.RUNS)
+        summaries = (Uri.SUMMARY.of(run_id=run.id), Uri.SMALL_SUMMARY.of(run_id=run.id))
+        self.resources_updated(*summaries, Uri.HISTORY.of(run_id=run.id), Uri.RUNS)
 
     def job_changed(self, job: Job) -> None:
         level = JOB_LEVELS.get(job.status, "debug")
@@ -296,7 +297,7 @@ class Notifier(ResearchEvents):
 
     def serve_handshake_methods(self, mcp: MCPServer) -> None:
         """Serve logging/setLevel and resources/(un)subscribe to handshake-era clients, and declare
-        resources.listChanged to them. (Modern clients get listen from the bus given to MCPServer.)"""
+        resources.listChanged and tools.listChanged to them. (Modern clients get listen from the bus given to MCPServer.)"""
         low = lowlevel(mcp)
         low.add_request_handler("logging/setLevel", SetLevelRequestParams, self.on_set_level)
         low.add_request_handler("resources/subscribe", SubscribeRequestParams, self.on_subscribe)
@@ -304,7 +305,9 @@ class Notifier(ResearchEvents):
         # Handshake-era capabilities come from create_initialization_options() called without
         # NotificationOptions (on HTTP, stdio and in memory alike), so listChanged would read false.
         low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
-            type(low).create_initialization_options, low, NotificationOptions(resources_changed=True)
+            type(low).create_initialization_options,
+            low,
+            NotificationOptions(resources_changed=True, tools_changed=True),
         )
 
 

@@ -122,7 +122,9 @@ def register(mcp: MCPServer, research: Research, focus: Task | None = None) -> N
             if run_id:
                 task = research.store.get_run(run_id).task
             if focus is not None and task == focus.name:
-                return render_focused(focus, research.runs.get_run_summary(run_id) if run_id else None)
+                return render_focused(
+                    focus, research.runs.get_run_summary(run_id, "small") if run_id else None
+                )
             return render_program(research.tasks(task), run_id)
         except ResearchError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None  # read by the client as is

@@ -233,5 +233,10 @@ def _cell(value: Any) -> Any:
 
 
 def describe_views() -> str:
-    """The views and their columns, one per line (for the tool description)."""
+    """The views and their columns, one per line (for docs and errors)."""
     return "\n".join(f"- {name}({columns})" for name, columns in VIEWS.items())
+
+
+def view_names() -> str:
+    """The views by name (for the tool description: a query's answer names its columns)."""
+    return ", ".join(VIEWS)

@@ -53,8 +53,14 @@ def register(mcp: MCPServer, research: Research) -> None:
     @mcp.resource(Uri.SUMMARY, name="run-summary", mime_type="text/plain")
     @_on_the_loop
     def summary_resource(run_id: str) -> str:
-        """The bounded summary the agent reads every turn; subscribe to hear when an experiment ends."""
+        """The bounded summary of the run, in facts; subscribe to hear when an experiment ends."""
         return runs.get_run_summary(run_id)
+
+    @mcp.resource(Uri.SMALL_SUMMARY, name="run-summary-small", mime_type="text/plain")
+    @_on_the_loop
+    def small_summary_resource(run_id: str) -> str:
+        """The summary as the bundled agent reads it every turn, with what helps a small model."""
+        return runs.get_run_summary(run_id, "small")
 
     @mcp.resource(Uri.HISTORY, name="run-history", mime_type="application/json")
     @_not_found
@@ -81,13 +87,20 @@ def register(mcp: MCPServer, research: Research) -> None:
     @mcp.resource(Uri.TASKS, name="tasks", mime_type="application/json")
     def tasks_resource() -> str:
         """Every registered task: what it optimises, its kind, experiment tool and params schema."""
-        return TaskList(tasks=[tasks(name).info() for name in tasks.names()]).model_dump_json()
+        listed = TaskList(tasks=[tasks(name).info() for name in tasks.names()])
+        return listed.model_dump_json(exclude={"tasks": {"__all__": {"agent"}}})
 
     @mcp.resource(Uri.TASK, name="task", mime_type="application/json")
     @_not_found
     def task_resource(name: str) -> str:
-        """One task as an agent needs to know it (kind, tool, params schema, agent profile)."""
-        return tasks(name).info().model_dump_json()
+        """One task: what it optimises, its kind, experiment tool and params schema."""
+        return tasks(name).info().model_dump_json(exclude={"agent"})
+
+    @mcp.resource(Uri.TASK_AGENT, name="task-agent", mime_type="application/json")
+    @_not_found
+    def task_agent_resource(name: str) -> str:
+        """How the bundled agent works on a task (its profile): read by that agent alone."""
+        return tasks(name).info().agent.model_dump_json()
 
     @mcp.resource(Uri.SCRIPTED_PLAN, name="task-scripted-plan", mime_type="application/json")
     @_not_found

@@ -8,7 +8,7 @@ get_experiment_history.
 """
 
 import functools
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -23,10 +23,15 @@ from autoresearch_mcp.server.tasks.intervals import best_suffix
 LAST_EXPERIMENTS = 3
 LAST_NOTES = 2
 WORST_SHOWN = 2  # the earlier run's failed approaches a started-from run shows
-NOTE_CHARS = 120
+NOTE_CHARS = 300
 ERROR_CHARS = 70
 DESCRIPTION_CHARS = 40
 STATUS_ORDER = ("ok", "crash", "timeout", "incorrect", "interrupted", "running")
+SECONDARY_SHOWN = 4
+# Whose words: "neutral" states facts (hosts, outside agents); "small" adds what helps a small local
+# model (an order naming a value to change each turn) and leaves out the secondary metrics it does not
+# use (the bundled agent, `serve --tools-for`).
+Words = Literal["neutral", "small"]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -61,15 +66,44 @@ def _in_schema_order(params: dict[str, Any], task: Task) -> dict[str, Any]:
     return dict(sorted(params.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
+def _digits(store: Store, run: Run) -> int:
+    """Significant digits that tell the best from the runner-up (4 at least): on a metric near 0.004,
+    4 decimals showed both as 0.0040."""
+    top, _ = store.experiments(run.id, order="metric", direction=run.direction, status="ok", limit=2)
+    values = [exp.metric for exp in top if exp.metric is not None]
+    if len(values) < 2:
+        return 4
+    return next((d for d in range(4, 13) if f"{values[0]:.{d}g}" != f"{values[1]:.{d}g}"), 12)
+
+
+def _value(value: float, digits: int | None) -> str:
+    """Significant digits, or (None: the small profile's words, as its prompts were tuned on) 4
+    decimals."""
+    return f"{value:.4f}" if digits is None else f"{value:.{max(4, digits)}g}"
+
+
+def secondary_metrics(metrics: dict[str, float], metric: str) -> str:
+    """The metrics besides the task's (not its interval or mean, which best_suffix shows)."""
+    own = {f"{metric}_low", f"{metric}_high", f"{metric}_mean", "evaluations", metric}
+    shown = [(name, value) for name, value in metrics.items() if name not in own][:SECONDARY_SHOWN]
+    return ", ".join(f"{name} {value:.4g}" for name, value in shown)
+
+
 def experiment_line(
-    exp: Experiment, task: Task, best: Experiment | None, descriptions: dict[int, str]
+    exp: Experiment,
+    task: Task,
+    best: Experiment | None,
+    descriptions: dict[int, str],
+    digits: int | None = None,
 ) -> str:
     """`#7 0.7601 max_depth=10`: iteration, metric (or status), and the params that differ from the
     best (a params task), or the train.py version it ran (a code task); the best's own row `#5 (best)`."""
     parts = [f"#{exp.iteration}"]
     is_best = best is not None and exp.id == best.id
     if not (is_best and exp.params):  # a params task's best row: its metric is on the Best line
-        parts.append(f"{exp.metric:.4f}" if exp.status == "ok" and exp.metric is not None else exp.status)
+        parts.append(
+            _value(exp.metric, digits) if exp.status == "ok" and exp.metric is not None else exp.status
+        )
     if is_best:
         parts.append("(best)")
     elif exp.params:
@@ -108,9 +142,10 @@ def least_varied(store: Store, run: Run, earlier: Run | None, task: Task, best: 
     return change_of(name, bounds_of(_schema(task.params_model), name), best.get(name))
 
 
-def render_summary(store: Store, run: Run, task: Task) -> str:
+def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral") -> str:
     """Params tasks: the best configuration in full (names once), then recent experiments as what
-    differs from it, so a caller can send only its changes (run_experiment with base="best")."""
+    differs from it, so a caller can send only its changes (run_experiment with base="best"). A
+    finished run says how it ended, and asks for nothing."""
     goal = "higher" if task.direction == "max" else "lower"
     target = f", target {'>=' if task.direction == 'max' else '<='}{run.target:g}" if run.target else ""
     has_params = bool(task.params_model.model_fields)
@@ -118,6 +153,8 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     # token here is re-sent each turn).
     head = "" if has_params and run.status == "running" else f"{task.name}: {run.status}, "
     lines = [f"{head}{run.used}/{run.budget} used, {goal} {task.metric} is better{target}"]
+    if run.status != "running" and run.finish_reason:
+        lines.append(f"Ended: {_clip(run.finish_reason, NOTE_CHARS)}")
     if run.judged_by == "self-reported":  # no trusted step decides: whoever reads the run must know
         lines.append(f"{task.metric} is self-reported: the edited script prints it (no [evaluate])")
     best = store.best_experiment(run.id, run.direction)
@@ -126,6 +163,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
     # Only the versions this summary names: reading every version (each a whole train.py) grew with
     # the run on a code task.
     versions = store.artifacts.descriptions(run.id, {current, *(exp.artifact_version for exp in recent)})
+    digits = _digits(store, run) if words == "neutral" else None
     if best is None or best.metric is None:
         # Left out, params take the defaults (the task's params schema lists them): params {} is a
         # sound first experiment.
@@ -141,9 +179,10 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
             changed = _changed(best.params, _defaults(task))
             shown = task.format_params(_in_schema_order(changed, task))
             params = f": {shown}, others default" if changed else ": defaults"
-        lines.append(
-            f"Best {task.metric}={best.metric:.4f}{best_suffix(best.metrics, task.metric)} ({where}){params}"
-        )
+        others = secondary_metrics(best.metrics, task.metric) if words == "neutral" else ""
+        where += f"; {others}" if others else ""
+        value = _value(best.metric, digits)
+        lines.append(f"Best {task.metric}={value}{best_suffix(best.metrics, task.metric)} ({where}){params}")
     if current > 1:
         lines.append(f"train.py now v{current}: {_clip(versions[current], 60)}")
     counts = store.counts.statuses(run.id)
@@ -152,7 +191,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         recent = [exp for exp in recent if exp.status != "running"]
     if recent:
         lines.append("Last (vs best):" if has_params and best is not None else "Last:")
-        lines.extend(experiment_line(exp, task, best, versions) for exp in recent)
+        lines.extend(experiment_line(exp, task, best, versions, digits) for exp in recent)
     if running:
         lines.append(running_line(store, run, task, best, running))
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
@@ -174,7 +213,7 @@ def render_summary(store: Store, run: Run, task: Task) -> str:
         lines.append("Counts: " + ", ".join(tally))
     if (suggested := suggestion_line(store, run, task)) is not None:
         lines.append(suggested)
-    if has_params and recent:
+    if words == "small" and has_params and recent and run.status == "running":
         lines.append(
             f"Change at least one value, e.g. {least_varied(store, run, earlier, task, best.params if best else {})}."
         )

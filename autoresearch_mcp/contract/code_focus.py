@@ -5,10 +5,10 @@ lines) and the source of the function in focus, which is, in this order:
 - the function where the current version crashed, when it did (its failing line is in the error);
 - the functions the last change touched, when the current version's output was wrong;
 - the hottest function of the profile, passing over those the agent has set aside (versions of them
-  were wrong or crashed over and over: Qwen2.5-Coder-1.5B sent the same wrong department_stats five
-  times and never got to count_people, a third of the time and a plain loop to count).
-Copying a 148-line file, Qwen2.5-Coder-1.5B dropped lines; asked for edits of it, it misquoted them;
-one function of 20-50 lines, with the lines that cost the most named, is what it can rework.
+  were wrong or crashed over and over: a model stuck on one function never gets to the next one that
+  costs time).
+A small model copying a long file drops lines, and misquotes it in edits; one function of 20-50 lines,
+with the lines that cost the most named, is what it can rework.
 
 The code once: a function the request already holds as it is now (the model's own reply in the window,
 a version that failed and is kept there with its error) is named, not shown again.

@@ -2,9 +2,9 @@
 
 import difflib
 
-# How a text reply writes an edit (aider's form, which Qwen2.5-Coder knows), for the agent's prompts and
-# the task profiles alike. A concrete example, not placeholders: shown "(lines copied from the current
-# train.py)", Qwen2.5-Coder-1.5B sent the markers empty.
+# How a text reply writes an edit (aider's form, which code models are trained on), for the agent's
+# prompts and the task profiles alike. A concrete example, not placeholders: a placeholder is what a
+# small model copies, and the markers came back empty.
 EDIT_FORM = (
     "<<<<<<< SEARCH\n    for i in range(len(items)):\n        total += items[i]\n=======\n"
     "    for item in items:\n        total += item\n>>>>>>> REPLACE"
@@ -22,7 +22,7 @@ def apply_edits(source: str, edits: list[tuple[str, str]]) -> str:
     """Apply (search, replace) pairs in order; each search text must occur exactly once. A search text
     found nowhere as written but, as whole lines, at exactly one place once its indentation is shifted
     by a uniform amount is applied there, its replacement indented to start where the matched lines do:
-    small models copy code flush left (Qwen2.5-Coder-1.5B did, in most edits it wrote); the lines must
+    small models often copy code flush left; the lines must
     still match exactly, relative indentation included."""
     if not edits:
         raise EditError("edits is empty; give at least one {search, replace}")

@@ -13,7 +13,9 @@ from typing import Any
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import AgentProfile, ArtifactInfo, ExperimentResult
 
-HIDDEN_ARGS = {"run_id"}
+# run_id: whoever calls fills it in; remeasure: a repeat on purpose is a host's choice, not a small
+# model's (its profile never asks for one).
+HIDDEN_ARGS = {"run_id", "remeasure"}
 # Length caps stay enforced by the server; sent to the model they only cost tokens, and llama.cpp
 # servers turn a maxLength of 2000 into a grammar too large to build (it crashes the server).
 DROP_KEYS = {"title", "examples", "maxLength", "minLength"}

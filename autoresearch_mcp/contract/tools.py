@@ -48,11 +48,16 @@ class Uri(StrEnum):
     RUNS = "autoresearch://runs"
     RUN = "autoresearch://runs/{run_id}"
     SUMMARY = "autoresearch://runs/{run_id}/summary"
+    # The summary in the words of the bundled agent's small-model profile: read by that agent.
+    SMALL_SUMMARY = "autoresearch://runs/{run_id}/summary/small"
     HISTORY = "autoresearch://runs/{run_id}/history"
     TRAIN_PY = "autoresearch://runs/{run_id}/train.py"
     VERSION = "autoresearch://runs/{run_id}/versions/{version}"
     TASKS = "autoresearch://tasks"
     TASK = "autoresearch://tasks/{name}"
+    # How the bundled agent works on a task (its profile: prompts, tools offered, fixed arguments):
+    # read by that agent alone, so a host reading the task is not sent another agent's words.
+    TASK_AGENT = "autoresearch://tasks/{name}/agent"
     # The scripted test double's plan for a task: read by the double alone, so no host is sent it.
     SCRIPTED_PLAN = "autoresearch://tasks/{name}/scripted-plan"
 
@@ -61,7 +66,7 @@ class Uri(StrEnum):
 
 
 # The templates whose {run_id} names a run (completions offer the known runs there).
-RUN_URIS = (Uri.RUN, Uri.SUMMARY, Uri.HISTORY, Uri.TRAIN_PY, Uri.VERSION)
+RUN_URIS = (Uri.RUN, Uri.SUMMARY, Uri.SMALL_SUMMARY, Uri.HISTORY, Uri.TRAIN_PY, Uri.VERSION)
 
 
 @dataclass(frozen=True)
@@ -114,132 +119,113 @@ TOOLS = _tools(
         ToolName.START_RUN,
         a.StartRunArgs,
         ADDITIVE,
-        "Start an autonomous run on a task and return its run_id: pass that run_id to every later call "
-        "(the server may hold other runs at the same time).\n\nWith from_run, the run starts where an "
-        "earlier run of the task left off: before this returns, the earlier best (its params, on its "
-        "train.py) is re-measured as experiment #1, which costs one unit of this run's budget; the summary "
-        "carries the earlier best, notes and failed approaches.",
+        "Start a run; its answer: run_id, params, summary. A call without run_id means this "
+        "connection's run, else the only one running.",
         "runs",
     ),
     Tool(
         ToolName.LIST_RUNS,
         a.ListRunsArgs,
         READ_ONLY,
-        "Runs with task, status, best result and budget used, newest first.",
+        "Every run, newest first.",
         "runs",
     ),
     Tool(
         ToolName.GET_RUN_SUMMARY,
         a.GetRunSummaryArgs,
         READ_ONLY,
-        "The compact, bounded summary of a run (same as the summary resource).",
+        "The run's summary.",
         "runs",
     ),
     Tool(
         ToolName.ADD_NOTE,
         a.AddNoteArgs,
         ADDITIVE,
-        "Record a strategy note or a failed approach; the summary shows the latest ones.",
+        "Record a plan or a failed approach.",
         "runs",
     ),
     Tool(
         ToolName.FINISH_RUN,
         a.FinishRunArgs,
         ADDITIVE_IDEMPOTENT,
-        "End the run (it takes no more experiments) and return its final summary.",
+        "End the run.",
         "runs",
     ),
     Tool(
         ToolName.RUN_EXPERIMENT,
         a.RunExperimentArgs,
         ADDITIVE,
-        "For params tasks ({params_tasks}): train and score the current train.py with these params (one "
-        'unit of budget), e.g. {{"params": {{"n_estimators": 200}}}}. Refused without cost: invalid params'
-        " (the message lists the ranges) and exact repeats. Sends progress while it trains.",
+        "Params tasks ({params_tasks}): train and score train.py with params; one unit of budget.",
         "experiments",
     ),
     Tool(
         ToolName.RUN_BENCHMARK,
         a.RunBenchmarkArgs,
         ADDITIVE,
-        "For code tasks ({code_tasks}): check the current train.py for correctness on fresh inputs and "
-        "time it (one unit of budget). Sends progress while it runs.",
+        "Code tasks ({code_tasks}): check and time train.py (one unit of budget).",
         "experiments",
     ),
     Tool(
         ToolName.GET_EXPERIMENT_HISTORY,
         a.GetExperimentHistoryArgs,
         READ_ONLY,
-        "A page of recorded experiments (params, metrics, status, duration, note, error): the most recent "
-        f"`last`, or else {HISTORY_PAGE} from `offset`, with next_offset to read on.",
+        f"Experiments as a table, {HISTORY_PAGE} a page.",
         "experiments",
     ),
     Tool(
         ToolName.GET_CURRENT_TRAIN_PY,
         a.GetCurrentTrainPyArgs,
         READ_ONLY,
-        "Any task: the current train.py (source, version, sha256). Read it before editing it. Code tasks "
-        "(codeopt-records) are worked by editing it; params tasks may change their model setup in it too.",
+        "The current train.py.",
         "train_py",
     ),
     Tool(
         ToolName.MODIFY_TRAIN_PY,
         a.ModifyTrainPyArgs,
         ADDITIVE,
-        "Any task (the main tool of code tasks such as codeopt-records): change train.py with exactly one "
-        "of `source` or `edits`, keeping the entry points and harness calls it has. Guardrails check it "
-        "first; a rejected edit changes nothing and says why. Every version is kept.",
+        "Change train.py by `source` or `edits`.",
         "train_py",
     ),
     Tool(
         ToolName.REPLACE_FUNCTION,
         a.ReplaceFunctionArgs,
         ADDITIVE,
-        "Code tasks: replace one top-level function of train.py with a new definition, checked by the AST "
-        "(one def, the same name and parameters); everything else in the file stays as it was. The "
-        "guardrails check the result; a refused one changes nothing and says why. Every version is kept.",
+        "Code tasks: replace one function of train.py.",
         "train_py",
     ),
     Tool(
         ToolName.REVERT_TRAIN_PY,
         a.RevertTrainPyArgs,
         ADDITIVE,
-        "Any task: restore an earlier version of train.py (as a new version).",
+        "Restore an earlier version of train.py.",
         "train_py",
     ),
     Tool(
         ToolName.PROFILE_TRAIN_PY,
         a.ProfileTrainPyArgs,
         READ_ONLY,
-        "Code tasks: where the current train.py spends its time on the task's own input: each function's "
-        "share, and the slowest lines of the hottest one. The profile its benchmark took, or one taken now "
-        "in the sandbox (no budget used; apart from any timing, so it decides nothing).",
+        "Code tasks: where train.py spends its time (free).",
         "train_py",
     ),
     Tool(
         ToolName.SUBMIT_TRAINING_JOB,
         a.SubmitTrainingJobArgs,
         ADDITIVE,
-        "For params tasks ({params_tasks}): start an experiment in the background and return its job id "
-        "at once (poll with get_job). Same rules as run_experiment: invalid params and exact repeats are "
-        "refused without cost; a submitted job takes its unit of budget immediately. Several jobs run at "
-        "the same time.",
+        "Params tasks ({params_tasks}): run_experiment's arguments, run in the background; returns a job_id.",
         "jobs",
     ),
     Tool(
         ToolName.GET_JOB,
         a.GetJobArgs,
         READ_ONLY,
-        "A job's status (queued, running, done, failed) and, once it has ended, its experiment. With "
-        "wait_seconds, it sends progress every second while it waits.",
+        "A job's status and experiment.",
         "jobs",
     ),
     Tool(
         ToolName.QUERY_RESULTS,
         a.QueryResultsArgs,
         READ_ONLY,
-        "Read-only SQL (one SELECT; SQLite dialect, json_extract for JSON columns) over these views of "
-        "every run:\n{views}\nRaw tables, writes, PRAGMA and ATTACH are refused; a query stops after 2 s.",
+        "Read-only SQLite SELECT over views {views}.",
         "query",
     ),
 )

@@ -21,11 +21,9 @@ def bounds_of(schema: dict[str, Any], name: str) -> tuple[Any, Any] | None:
 
 def change_of(name: str, bounds: tuple[Any, Any] | None, at: Any) -> str:
     """`raise or lower learning_rate`: a change of the param from its value `at` in the best, with no
-    number in it. Every number a hint held, Qwen2.5-Coder-1.5B sent back: listed tried values (the
-    best's own among them, `{"learning_rate": 0.4}` three times in one run), the limits of each
-    direction (max_depth 1, subsample 0.1, reg_alpha 100, each "down to" or "up to"), or a bound just
-    past it ("gamma above 0 (range 0-20)": 21). Where `at` sits on a bound, only the way left is named:
-    told "tried so far: 1" for colsample_bytree, it sent 1.2 and 1.5."""
+    number in it: a small model sends back whatever number a hint holds (a value already tried, the
+    limit named, a bound just past it). Where `at` sits on a bound, only the way left is named: told
+    both ways, it steps out of range."""
     if bounds is not None and at is not None:
         if at == bounds[1]:
             return f"lower {name}"

@@ -108,7 +108,12 @@ class ExperimentStore(ExperimentReads):
                 )
                 raise RepeatError(
                     f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
-                    f" {ended}. Not run again; try different params or change train.py.",
+                    f" {ended}. Not run again; "
+                    + (
+                        "try different params or change train.py."
+                        if params
+                        else "change train.py, or pass remeasure=true for another sample."
+                    ),
                     exp,
                     distinct=self.counts.distinct_values(run_id, list(exp.params), conn=conn),
                 )

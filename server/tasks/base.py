@@ -2,6 +2,7 @@
 
 import logging
 import os
+import typing
 from abc import ABC, abstractmethod
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
@@ -206,6 +207,13 @@ class Task(ABC):
             return Verdict(True, f"kept: {self.metric} {value} beats {where}")
         return Verdict(False, f"not kept: {self.metric} {value} does not beat {where}")
 
+    @property
+    def noisy(self) -> bool:
+        """Whether measuring the same version again gives another sample: a timing does, a seeded
+        training gives the same number. Such a task takes run_experiment's and run_benchmark's
+        `remeasure`."""
+        return self.judged_by == "benchmark"
+
     def keeps(self, outcome: "Outcome", best: Incumbent | None) -> bool:
         """Whether an ok outcome becomes the run's new best (the verdict without its words)."""
         return self.verdict(outcome, best).kept
@@ -261,9 +269,14 @@ class Task(ABC):
                     value = getattr(item, attr, None)
                     if value is not None:
                         bounds.append(f"{sym}{value}")
-            kind = getattr(field.annotation, "__name__", str(field.annotation))
+            if typing.get_origin(field.annotation) is Literal:
+                kind = "one of " + "|".join(str(choice) for choice in typing.get_args(field.annotation))
+            else:
+                kind = getattr(field.annotation, "__name__", str(field.annotation))
+            extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+            shown = " ".join([kind, *bounds]) + (", log scale" if extra.get("scale") == "log" else "")
             desc = f": {field.description}" if field.description else ""
-            lines.append(f"{name} ({kind} {' '.join(bounds)}, default {field.default}){desc}")
+            lines.append(f"{name} ({shown}, default {field.default}){desc}")
         return "\n".join(lines) if lines else "(no parameters: the artifact is the only knob)"
 
     def format_params(self, params: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ run is its run_id, else the only running run.
 
 import threading
 import weakref
+from typing import Any
 
 from mcp.server.mcpserver import Context
 
@@ -31,7 +32,11 @@ class RunResolver:
         self._lock = threading.Lock()
 
     def _remembered(self, ctx: Context) -> str | None:
-        params = ctx.session.client_params
+        return self.remembered_on(ctx.session)
+
+    def remembered_on(self, session: Any) -> str | None:
+        """The run remembered for the connection of `session` (a server session), if any."""
+        params = session.client_params
         if params is None:
             return None
         with self._lock:

@@ -9,12 +9,14 @@ from autoresearch_mcp.server.tools.calls import heartbeat
 
 @heartbeat("experiment")
 def run_experiment(research: Research, run: Run, args: RunExperimentArgs) -> ExperimentResult:
-    return research.experiments.run_experiment(run, args.params, args.note, base=args.base)
+    return research.experiments.run_experiment(
+        run, args.params, args.note, base=args.base, remeasure=args.remeasure
+    )
 
 
 @heartbeat("benchmark")
 def run_benchmark(research: Research, run: Run, args: RunBenchmarkArgs) -> ExperimentResult:
-    return research.experiments.run_benchmark(run)
+    return research.experiments.run_benchmark(run, remeasure=args.remeasure)
 
 
 def get_experiment_history(research: Research, run: Run, args: GetExperimentHistoryArgs) -> HistoryPage:

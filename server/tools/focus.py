@@ -1,8 +1,8 @@
 """A server focused on one task (`serve --tools-for TASK`): its tools offered to an outside framework's
 model the way our own agent offers them to its model, so that model gets the same focus.
 
-Offered all 14 tools with the params of every task, the local Qwen2.5-Coder-1.5B under the OpenAI Agents
-SDK read a 5,172-token prompt and recorded no experiment out of 3; our agent offers one or two. Focused:
+A small model offered every tool, with the params of every task, reads thousands of tokens of tools it
+will not use and calls the wrong ones; our agent offers one or two. Focused:
 
 - tools/list answers only the tools of the task's agent profile, each shaped by the contract's focus
   (contract/focus.py: run_id and the profile's fixed arguments hidden, params as the task's names and
@@ -46,7 +46,7 @@ def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
     }
 
     def turn(run_id: str, line: str, last: ExperimentResult | None = None) -> str:
-        summary = research.runs.get_run_summary(run_id)
+        summary = research.runs.get_run_summary(run_id, "small")
         code = None
         if task.experiment_tool == ToolName.RUN_BENCHMARK:
             code = code_view(run_id, last)

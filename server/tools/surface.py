@@ -21,19 +21,28 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, WithJsonSchema
 from pydantic_core import PydanticUndefined
 
 from autoresearch_mcp.contract.arguments import RunExperimentArgs
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import Run, StartedRun
+from autoresearch_mcp.contract.models import (
+    ArtifactInfo,
+    ExperimentResult,
+    HistoryPage,
+    JobInfo,
+    Run,
+    StartedRun,
+)
 from autoresearch_mcp.contract.tools import TOOLS, Tool, ToolName
+from autoresearch_mcp.server.answers import Reading, plain_text
 from autoresearch_mcp.server.events import Progress
-from autoresearch_mcp.server.query import describe_views
+from autoresearch_mcp.server.query import view_names
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tools import experiments, jobs, query, runs, train_py
 from autoresearch_mcp.server.tools.calls import how_it_runs, refusal_result, with_progress
+from autoresearch_mcp.server.tools.catalogue import list_for_hosts
 from autoresearch_mcp.server.tools.connection import RunResolver
 
 SUBJECTS = {"runs": runs, "experiments": experiments, "train_py": train_py, "jobs": jobs, "query": query}
@@ -58,6 +67,7 @@ def register_tools(mcp: MCPServer, research: Research, resolver: RunResolver) ->
             annotations=ToolAnnotations(**dataclasses.asdict(tool.annotations)),
         )
     guard_flat_params(mcp)
+    list_for_hosts(mcp, research, resolver)
 
 
 def schema_overrides(research: Research) -> dict[str, tuple[Any, ...]]:
@@ -80,7 +90,7 @@ def descriptions(research: Research) -> dict[ToolName, str]:
     names = {
         "params_tasks": ", ".join(tasks.evaluated_by(ToolName.RUN_EXPERIMENT)) or "none registered",
         "code_tasks": ", ".join(tasks.evaluated_by(ToolName.RUN_BENCHMARK)) or "none registered",
-        "views": describe_views(),
+        "views": view_names(),
     }
     return {tool.name: tool.description.format(**names) for tool in TOOLS.values()}
 
@@ -127,6 +137,7 @@ def _handler(
 
     async def handler(ctx: Context, **arguments: Any) -> BaseModel | CallToolResult:
         args = tool.arguments.model_validate(arguments)
+        before = resolver.remembered_on(ctx.session)
 
         def progress(done: float, total: float | None, message: str) -> None:
             anyio.from_thread.run(ctx.report_progress, done, total, message)
@@ -148,10 +159,55 @@ def _handler(
             return refusal_result(exc)
         if isinstance(result, StartedRun):  # this connection's run from now on
             resolver.remember(ctx, result.run_id)
-        return result
+        await _tell_if_listed_tools_changed(ctx, resolver, before)
+        return answer(research, result)
 
     handler.__name__ = handler.__qualname__ = tool.name
     return handler
+
+
+def answer(research: Research, result: BaseModel) -> CallToolResult:
+    """The result as the structured content programs read, and the compact text a model reads
+    (answers.py). train.py's source goes once, as the text."""
+    text = plain_text(result, _reading(research, result))
+    if isinstance(result, ArtifactInfo) and result.source is not None:
+        result = result.model_copy(update={"source": None})
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=result.model_dump(mode="json", by_alias=True),
+    )
+
+
+def _reading(research: Research, result: BaseModel) -> Reading:
+    run_id = _run_id_of(result)
+    if run_id is None:
+        return Reading()
+    run = research.store.get_run(run_id)
+    task = research.tasks(run.task)
+    has_params = task.experiment_tool == ToolName.RUN_EXPERIMENT
+    return Reading(
+        metric=run.metric_name,
+        defaults=task.params_model().model_dump(),
+        params_help=task.params_help() if has_params and isinstance(result, StartedRun) else "",
+    )
+
+
+def _run_id_of(result: BaseModel) -> str | None:
+    if isinstance(result, ExperimentResult):
+        return result.experiment.run_id
+    if isinstance(result, JobInfo):
+        return result.job.run_id
+    if isinstance(result, HistoryPage):
+        return result.experiments[0].run_id if result.experiments else None
+    found = getattr(result, "run_id", None)
+    return found if isinstance(found, str) else None
+
+
+async def _tell_if_listed_tools_changed(ctx: Context, resolver: RunResolver, before: str | None) -> None:
+    """A connection whose run changed lists other tools and params now (catalogue.py): say so."""
+    after = resolver.remembered_on(ctx.session)
+    if after is not None and after != before:
+        await ctx.session.send_tool_list_changed()
 
 
 # -- params sent at the top level ----------------------------------------------------------------

@@ -25,6 +25,8 @@ def artifact_info(version: ArtifactVersion, with_source: bool) -> ArtifactInfo:
 
 
 def get_current_train_py(research: Research, run: Run, args: GetCurrentTrainPyArgs) -> ArtifactInfo:
+    """The source goes to the model as the answer's plain text (answers.py), not twice: programs read
+    it from autoresearch://runs/{run_id}/train.py, or from the text."""
     return artifact_info(research.train_py.get_current_train_py(run), with_source=True)
 
 

@@ -34,8 +34,11 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
 @pytest.mark.asyncio
 async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
     async with serving(settings) as client:
-        started = await call(client, "start_run", {"task": "digits-hgb", "budget": 2})
+        answer = await client.call_tool("start_run", {"task": "digits-hgb", "budget": 2})
+        started = answer.structured_content
         assert started["experiment_tool"] == "run_experiment"
+        # a param searched on a log scale says so in the words a model reads
+        assert "learning_rate (float >=0.001 <=1.0, log scale, default 0.1)" in answer.content[0].text
         params = {"max_iter": 10, "learning_rate": 0.3}
         exp = (await call(client, "run_experiment", {"run_id": started["run_id"], "params": params}))[
             "experiment"

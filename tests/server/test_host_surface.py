@@ -36,14 +36,29 @@ async def started(client: Client, task: str = "toy-quadratic", budget: int = 5) 
     return result.structured_content["run_id"]
 
 
-async def test_every_tool_argument_is_described_and_no_description_keeps_source_indentation(settings):
+# Arguments whose name and type say what they are: words for them would be paid for on every turn.
+SELF_EXPLAINING = {
+    *("run_id", "task", "seed", "name", "llm", "text", "kind", "reason", "note", "offset", "status"),
+    *("job_id", "wait_seconds", "sql", "max_rows"),
+}
+
+
+async def test_every_argument_that_needs_words_is_described_once_and_run_id_in_start_run(settings):
     async with client_for(settings) as client:
         tools = (await client.list_tools()).tools
         prompts = (await client.list_prompts()).prompts
+    described: dict[str, str] = {}
     for tool in tools:
         assert tool.description and "\n " not in tool.description, tool.name
         for name, schema in tool.input_schema.get("properties", {}).items():
-            assert schema.get("description"), f"{tool.name}.{name} has no description"
+            said = schema.get("description")
+            if said is None:
+                assert name in SELF_EXPLAINING or name in described, f"{tool.name}.{name} has no description"
+            else:
+                assert described.get(name) != said, f"{tool.name}.{name} is described twice"
+                described[name] = said
+    start_run = next(tool for tool in tools if tool.name == "start_run")
+    assert "run_id" in (start_run.description or "") and "run_id" not in described
     [prompt] = prompts
     assert {arg.name: bool(arg.description) for arg in prompt.arguments} == {"task": True, "run_id": True}
 
@@ -51,16 +66,12 @@ async def test_every_tool_argument_is_described_and_no_description_keeps_source_
 async def test_experiment_tools_say_which_tasks_they_are_for(settings):
     async with client_for(settings) as client:
         tools = {tool.name: tool.description or "" for tool in (await client.list_tools()).tools}
-    assert (
-        tools["run_experiment"].startswith("For params tasks (")
-        and "hpo-covertype" in tools["run_experiment"]
-    )
-    assert tools["submit_training_job"].startswith("For params tasks (")
-    assert tools["run_benchmark"].startswith("For code tasks (codeopt-records)")
+    assert tools["run_experiment"].startswith("Params tasks (") and "hpo-covertype" in tools["run_experiment"]
+    assert tools["submit_training_job"].startswith("Params tasks (")
+    assert tools["run_benchmark"].startswith("Code tasks (codeopt-records)")
     assert "hpo-covertype" not in tools["run_benchmark"]
-    for name in ("get_current_train_py", "modify_train_py", "revert_train_py"):
-        assert tools[name].startswith("Any task"), name
-    assert "run_id" in tools["start_run"] and "every later call" in tools["start_run"]
+    for name in ("replace_function", "profile_train_py"):
+        assert tools[name].startswith("Code tasks"), name
 
 
 @pytest.mark.parametrize("tool", ["run_experiment", "submit_training_job"])

@@ -117,9 +117,9 @@ async def test_several_http_clients_share_runs_safely_and_runs_resume_after_a_re
             assert all("whole budget (4/4)" in r or f"run {shared} is exhausted" in r for r in refusals)
             history = await call(a, "get_experiment_history", {"run_id": shared})
             assert [e["iteration"] for e in history["experiments"]] == [1, 2, 3, 4]
-            current = await call(b, "get_current_train_py", {"run_id": shared})
-            assert current["version"] == 9
-            assert all(f"# {who} {i}\n" in current["source"] for who in "ab" for i in range(4))
+            current = await b.call_tool("get_current_train_py", {"run_id": shared})
+            assert current.structured_content["version"] == 9
+            assert all(f"# {who} {i}\n" in current.content[0].text for who in "ab" for i in range(4))
 
             # a background job over HTTP, with progress while get_job waits
             progress: list[str] = []

@@ -144,10 +144,11 @@ class Lanes:
                     padding = f"# edit {self.x()}\n" * self.rng.randint(1, 2000)  # up to ~60 KB
                     args = {"source": SOURCE + padding}
                 else:
-                    current = await call(self.client, "get_current_train_py", {"run_id": self.run_id})
-                    line = current["source"].splitlines()[-1] + "\n"
+                    current = await self.client.call_tool("get_current_train_py", {"run_id": self.run_id})
+                    source = current.content[0].text.split("\n", 1)[1]  # a header line, then the source
+                    line = source.splitlines()[-1] + "\n"
                     args = {"edits": [{"search": line, "replace": line + f"# edit {self.x()}\n"}]}
-                    if current["source"].count(line) != 1:
+                    if source.count(line) != 1:
                         args = {"source": SOURCE + f"# reset {self.x()}\n"}
                 version = await self._tracked("modify_train_py", {"description": "edit", **args})
                 self.confirmed.versions[version["version"]] = version["sha256"]

@@ -58,7 +58,9 @@ def summary_tokens(settings, count: int) -> tuple[int, str]:
     ).open()
     run, _ = service.runs.start_run("hpo-covertype", budget=2000, target=None, seed=42, name=None)
     record_hpo_experiments(service, run.id, count)
-    text = render_summary(service.store, service.store.get_run(run.id), service.tasks("hpo-covertype"))
+    text = render_summary(
+        service.store, service.store.get_run(run.id), service.tasks("hpo-covertype"), "small"
+    )
     return len(ENCODING.encode(text)), text
 
 
@@ -89,7 +91,7 @@ def test_the_best_shows_as_its_changes_from_the_defaults_and_recent_lines_as_cha
         store.complete_experiment(
             exp.id, status="ok", metrics={"macro_f1": f1}, metric=f1, error_tail=None, duration_s=1.0
         )
-    text = render_summary(store, store.get_run(run.id), service.tasks("hpo-covertype"))
+    text = render_summary(store, store.get_run(run.id), service.tasks("hpo-covertype"), "small")
     # In schema order, only what differs from the defaults (the system prompt lists them): a small
     # model shown all nine values copied them back.
     assert (
@@ -108,10 +110,10 @@ def test_before_any_result_it_says_to_start_from_the_defaults_and_a_best_at_them
     service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("first.db")})).open()
     run, _ = service.runs.start_run("hpo-covertype", budget=5, target=None, seed=42, name=None)
     task = service.tasks("hpo-covertype")
-    first = render_summary(service.store, service.store.get_run(run.id), task)
+    first = render_summary(service.store, service.store.get_run(run.id), task, "small")
     assert first.splitlines()[1] == "Best: none yet. First experiment: params {} (the defaults)."
     record(service.store, run.id, task.params_model().model_dump(), 0.7)
-    text = render_summary(service.store, service.store.get_run(run.id), task)
+    text = render_summary(service.store, service.store.get_run(run.id), task, "small")
     assert "\nBest macro_f1=0.7000 (#1): defaults\nLast (vs best):\n#1 (best)\n" in text
 
 
@@ -128,7 +130,7 @@ def record(store: Store, run_id: str, params: dict, f1: float | None) -> None:
 
 
 def change_line(store: Store, run_id: str, task) -> str:
-    return render_summary(store, store.get_run(run_id), task).splitlines()[-1]
+    return render_summary(store, store.get_run(run_id), task, "small").splitlines()[-1]
 
 
 def test_the_change_to_make_rotates_over_the_least_varied_params_and_holds_no_number(settings):
@@ -216,7 +218,37 @@ def test_the_change_to_make_is_the_last_line_after_the_counts(settings):
     store, task = service.store, service.tasks("hpo-covertype")
     record(store, run.id, dict(BASE), 0.75)
     record(store, run.id, dict(BASE, gamma=2.0), None)
-    lines = render_summary(store, store.get_run(run.id), task).splitlines()
+    lines = render_summary(store, store.get_run(run.id), task, "small").splitlines()
     # What the model reads right before its reply is the change to make.
     assert lines[-2].startswith("Counts: ok 1, crash 1")
     assert lines[-1].startswith("Change at least one value, e.g. ")
+
+
+def test_the_neutral_summary_tells_the_best_from_the_runner_up_shows_secondary_metrics_and_gives_no_order(
+    settings,
+):
+    service = Research(
+        settings.model_copy(update={"db_path": settings.db_path.with_name("neutral.db")})
+    ).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=20, target=None, seed=42, name=None)
+    store = service.store
+    for params, f1 in ((dict(BASE), 0.00400121), (dict(BASE, gamma=1.0), 0.00400134)):
+        exp = store.reserve_experiment(run.id, params, 1, None)
+        metrics = {"macro_f1": f1, "val_accuracy": 0.91234, "precision": 0.5}
+        store.complete_experiment(
+            exp.id, status="ok", metrics=metrics, metric=f1, error_tail=None, duration_s=1.0
+        )
+    service.runs.add_note(run.id, "x" * 290 + " the end")
+    text = service.runs.get_run_summary(run.id)
+    # 4 decimals showed both as 0.0040; the digits that tell them apart are shown
+    assert "Best macro_f1=0.0040013 (#2; precision 0.5, val_accuracy 0.9123)" in text
+    assert "#1 0.0040012 gamma=0" in text
+    assert "x" * 290 + " the end" in text  # a note up to 300 characters, whole
+    assert "Change at least one value" not in text and "Change at least one value" in (
+        service.runs.get_run_summary(run.id, "small")
+    )
+    # a finished run says how it ended, with the reason given, and asks for nothing
+    _, final = service.runs.finish_run(run.id, "the metric is flat around 0.004")
+    assert final.startswith("hpo-covertype: stopped, 2/20 used")
+    assert "Ended: the metric is flat around 0.004" in final
+    assert "Change at least one value" not in service.runs.get_run_summary(run.id, "small")

@@ -52,8 +52,11 @@ async def refusal(client: Client, tool: str, args: dict[str, Any]) -> dict[str, 
 async def test_a_folder_task_runs_the_script_and_records_its_metric_and_secondary_lines(settings, folder):
     before = folder_files(folder)
     async with connected(settings, folder) as client:
-        started = await call(client, "start_run", {"task": "bowl", "budget": 4})
+        answer = await client.call_tool("start_run", {"task": "bowl", "budget": 4})
+        started = answer.structured_content
         run_id = started["run_id"]
+        # a categorical param's choices in the words a model reads
+        assert "shape (one of bowl|crash, default bowl)" in answer.content[0].text
         assert started["metric"] == "loss" and "lower loss is better" in started["summary"]
         result = await call(client, "run_experiment", {"run_id": run_id, "params": {"x": 0.3}})
         exp = result["experiment"]
@@ -61,7 +64,7 @@ async def test_a_folder_task_runs_the_script_and_records_its_metric_and_secondar
         assert exp["metrics"] == {"loss": exp["metric"], "steps": 3.0}
         assert exp["params"] == {"x": 0.3, "y": 0.0, "shape": "bowl"}  # defaults filled in
         summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
-        assert "Best loss=0.0800 (#1)" in summary
+        assert "Best loss=0.08 (#1; steps 3)" in summary  # with its secondary metric
     assert folder_files(folder) == before  # scratch.txt went to the experiment's own directory
 
 
@@ -346,7 +349,7 @@ async def test_in_code_work_the_script_is_profiled_and_one_function_taken_back_a
         broken = "def slow_sum(n):\n    return [0][n]\n"
         await call(client, "replace_function", {"run_id": run_id, "name": "slow_sum", "source": broken})
         crashed = (await call(client, "run_benchmark", {"run_id": run_id}))["experiment"]
-        current = await call(client, "get_current_train_py", {"run_id": run_id})
+        current = await client.call_tool("get_current_train_py", {"run_id": run_id})
     profile = first["profile"]
     assert first["experiment"]["status"] == "ok" and profile["hot"] == "slow_sum"
     assert profile["functions"][0]["name"] == "slow_sum" and profile["functions"][0]["share"] > 0.5
@@ -356,7 +359,7 @@ async def test_in_code_work_the_script_is_profiled_and_one_function_taken_back_a
     assert crashed["status"] == "crash"
     headline = crashed["error_tail"].splitlines()[0]
     assert headline.endswith("at line 6 (slow_sum): return [0][n]: IndexError: list index out of range")
-    assert current["source"] == PROFILED_SCRIPT.replace(
+    assert current.content[0].text.split("\n", 1)[1] == PROFILED_SCRIPT.replace(
         "    total = 0\n    for i in range(n):\n        total += sum(range(i % 100))\n    return total\n",
         "    return [0][n]\n",
     )

@@ -69,6 +69,8 @@ def params_model(spec: FolderSpec) -> type[BaseModel]:
                 le=high,
                 description=param.description or None,
                 allow_inf_nan=False,
+                # searched on a log scale: said in the words a model reads (params_help) and the schema
+                json_schema_extra={"scale": "log"} if param.log else None,
             )
         fields[name] = (annotation, field)
     return create_model("FolderParams", __config__=ConfigDict(extra="forbid"), **fields)
