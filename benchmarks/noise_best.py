@@ -34,13 +34,10 @@ from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.tasks.codeopt_records.records import make_records
-from autoresearch_mcp.server.tasks.codeopt_records.rewrites import (
-    REWRITES,
-    source_after,
-    source_after_variant,
-)
 from autoresearch_mcp.server.tasks.intervals import ratio_interval
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the catalogue of rewrites
+from codeopt_rewrites import REWRITES, make_records, source_after, source_after_variant
 
 FASTEST = source_after(len(REWRITES))
 # The top three of each department by a full sort instead of a threshold and compress: correct, slower.

@@ -37,8 +37,10 @@ from noise_best import FASTEST, SLOWER  # beside this script (its directory is o
 from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from autoresearch_mcp.server.tasks.intervals import LEVEL, SPEEDUP_LEVEL
+from autoresearch_mcp.server.tasks.registry import BUILTIN
+
+REFERENCE_SOURCE = (BUILTIN / "codeopt-records" / "train.py").read_text()
 
 HERE = Path(__file__).resolve().parent
 START = "def process_records(records):\n"

@@ -53,7 +53,10 @@ from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
+from autoresearch_mcp.server.tasks.folder.task import folder_task_class
+from autoresearch_mcp.server.tasks.registry import BUILTIN
+
+HPOParams = folder_task_class(BUILTIN / "hpo-covertype").params_model
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "covtype_2k.csv.gz"

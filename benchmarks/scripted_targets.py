@@ -37,7 +37,7 @@ from autoresearch_mcp.contract.transcript import load_transcript
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "benchmarks" / "results"
-COVTYPE_20K = ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
+COVTYPE_20K = ROOT / "server" / "tasks" / "builtin" / "hpo-covertype" / "source" / "covtype_20k.csv.gz"
 FIXTURE = ROOT / "tests" / "data" / "covtype_2k.csv.gz"
 
 # study -> the `compare` arguments docs/benchmarks.md gives (the data path filled in by --data)

@@ -28,8 +28,6 @@ from autoresearch_mcp.server.settings import ServerSettings
 FLAGS = {
     "db_path": "--db",
     "covtype_path": "--data",
-    "codeopt_records": "--codeopt-records",
-    "codeopt_repeats": "--codeopt-repeats",
     "hpo_threads": "--hpo-threads",
     "hpo_wall_s": "--hpo-wall-s",
     "workers": "--workers",
@@ -38,7 +36,7 @@ FLAGS = {
     "tools_for": "--tools-for",
 }
 # Flags the server keeps for the built-in tasks; their values are the tasks' to validate.
-TASK_FLAGS = ("codeopt_records", "codeopt_repeats", "hpo_threads", "hpo_wall_s")
+TASK_FLAGS = ("hpo_threads", "hpo_wall_s")
 
 
 def port_arg(value: str, lowest: int = 1) -> int:
@@ -148,8 +146,6 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="http: once listening, write the port to PATH (removed on stop): how a script learns the port "
         "--port 0 got",
     )
-    parser.add_argument("--codeopt-records", type=int, help="records per codeopt-records benchmark input")
-    parser.add_argument("--codeopt-repeats", type=int, help="timed repeats per codeopt-records benchmark")
     parser.add_argument("--hpo-threads", type=int, help="threads per XGBoost training (default: all cores)")
     parser.add_argument(
         "--hpo-wall-s",

@@ -21,7 +21,7 @@ class ServerSettings(BaseModel):
         default_factory=lambda: [p for p in (os.environ.get(ENV_TASK_DIRS) or "").split(os.pathsep) if p]
     )
     # What the operator gave the tasks by flag, by the name of a task's setting (covtype_path,
-    # hpo_threads, codeopt_records, ...); the environment fills in the rest (task_settings).
+    # hpo_threads, hpo_wall_s, ...); the environment fills in the rest (task_settings).
     task_options: dict[str, Any] = Field(default_factory=dict)
     # A task to focus on: only its agent's tools are listed, as our agent offers them (tools/focus.py).
     tools_for: str | None = Field(default=None, min_length=1, max_length=100)

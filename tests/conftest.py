@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import toy_task  # noqa: F401  (registers the test-only task "toy-quadratic")
-from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
+from autoresearch_mcp.contract.env import ENV_TASK_DIRS, ENV_TASK_PLUGINS
 from autoresearch_mcp.sandbox import runner
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks import registry
@@ -34,10 +34,10 @@ TESTS_DIR = Path(__file__).resolve().parent
 COVTYPE_FIXTURE = TESTS_DIR / "data" / "covtype_2k.csv.gz"
 COVTYPE_20K = Path(
     os.environ.get("AUTORESEARCH_COVTYPE")
-    or ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
+    or ROOT / "server" / "tasks" / "builtin" / "hpo-covertype" / "source" / "covtype_20k.csv.gz"
 )
-TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS = 2_000, 3
-NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/hpo_covertype/covtype_sample/)"
+TEST_CODEOPT_RECORDS, TEST_CODEOPT_CALLS = 2_000, 3
+NEEDS_20K = "needs the 20,000-row Covertype CSV (shipped in server/tasks/builtin/hpo-covertype/source/)"
 
 
 # The built-in tasks (and installed plugins) load once, here, with no plugin module named by the
@@ -88,9 +88,19 @@ def plugged_in(module: str) -> Iterator[ModuleType]:
             sys.modules.pop(module, None)
 
 
+@pytest.fixture(scope="session")
+def small_codeopt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """codeopt-records at the suite's size: a copy of the shipped folder, given as a task folder, runs in
+    its place (tests about the full-size benchmark make their own)."""
+    from codeopt_rewrites import codeopt_folder
+
+    where = tmp_path_factory.mktemp("small-codeopt") / "codeopt-records"
+    return codeopt_folder(where, TEST_CODEOPT_RECORDS, TEST_CODEOPT_CALLS)
+
+
 @pytest.fixture(autouse=True)
 def isolated_data_dir(
-    nothing_left_registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    nothing_left_registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_codeopt: Path
 ) -> Iterator[Path]:
     # nothing_left_registered first: set up before `monkeypatch`, it checks after monkeypatch's undo.
     data = tmp_path / "data"
@@ -100,8 +110,7 @@ def isolated_data_dir(
     # Small codeopt benchmarks and one thread per training, in process and in every server a test
     # spawns: the suite runs two tests at a time on two cores. The tests about the full-size benchmark
     # set their own sizes.
-    monkeypatch.setenv("AUTORESEARCH_CODEOPT_RECORDS", str(TEST_CODEOPT_RECORDS))
-    monkeypatch.setenv("AUTORESEARCH_CODEOPT_REPEATS", str(TEST_CODEOPT_REPEATS))
+    monkeypatch.setenv(ENV_TASK_DIRS, str(small_codeopt))
     monkeypatch.setenv("AUTORESEARCH_HPO_THREADS", "1")
     yield data
 
@@ -148,11 +157,12 @@ _shared_server_url: str | None = None
 
 
 @pytest.fixture(scope="session")
-def _worker_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def _worker_server(tmp_path_factory: pytest.TempPathFactory, small_codeopt: Path) -> Iterator[str]:
     from http_servers import serving_process  # imports conftest: here, not at the top
 
     tmp = tmp_path_factory.mktemp("shared-server")
-    with serving_process(tmp / "runs.db", COVTYPE_FIXTURE, tmp / "data") as (port, _proc):
+    small = {"AUTORESEARCH_TASK_DIRS": str(small_codeopt)}
+    with serving_process(tmp / "runs.db", COVTYPE_FIXTURE, tmp / "data", **small) as (port, _proc):
         yield f"http://127.0.0.1:{port}/mcp"
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import TEST_CODEOPT_RECORDS, TEST_CODEOPT_REPEATS, TESTS_DIR
+from conftest import TESTS_DIR
 
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
@@ -23,11 +23,11 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
         PYTHONPATH=str(TESTS_DIR),
         AUTORESEARCH_DATA_DIR=str(data_dir),
         AUTORESEARCH_LOG_LEVEL="WARNING",
-        AUTORESEARCH_CODEOPT_RECORDS=str(TEST_CODEOPT_RECORDS),
-        AUTORESEARCH_CODEOPT_REPEATS=str(TEST_CODEOPT_REPEATS),
         AUTORESEARCH_HPO_THREADS="1",
-        **extra,
+        # the suite's small codeopt-records (conftest), which the test's own environment names
+        AUTORESEARCH_TASK_DIRS=os.environ.get("AUTORESEARCH_TASK_DIRS", ""),
     )
+    env.update(extra)
     return env
 
 

@@ -18,8 +18,6 @@ ENV_TASK_PLUGINS = "AUTORESEARCH_TASK_PLUGINS"
 ENV_HPO_WALL_S = "AUTORESEARCH_HPO_WALL_S"
 ENV_HPO_THREADS = "AUTORESEARCH_HPO_THREADS"
 ENV_TASK_DIRS = "AUTORESEARCH_TASK_DIRS"  # task folders, separated like PATH
-ENV_CODEOPT_RECORDS = "AUTORESEARCH_CODEOPT_RECORDS"
-ENV_CODEOPT_REPEATS = "AUTORESEARCH_CODEOPT_REPEATS"
 ENV_SANDBOX_USER = "AUTORESEARCH_SANDBOX_USER"  # who untrusted code runs as under a root server
 # Every variable with this prefix is server configuration: the client forwards them to a spawned
 # server, and the sandbox strips them from the environment of untrusted code.

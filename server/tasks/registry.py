@@ -1,22 +1,29 @@
-"""The task registry. Built-in tasks register themselves; a plugin adds one with `register`; task
-folders come from the server's settings (`task_dirs`), so each server knows its own."""
+"""The task registry. The built-in tasks are task folders shipped in the package (builtin/); a plugin
+adds one with `register`; other task folders come from the server's settings (`task_dirs`), so each
+server knows its own."""
 
 import importlib
+import logging
 import os
 from collections.abc import Callable, Set
+from functools import cache
 from importlib.metadata import entry_points
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS
-from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS, data_dir_path
+from autoresearch_mcp.contract.errors import ResearchError, UnavailableError
 from autoresearch_mcp.contract.models import Run
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.tasks.base import Task, TaskSettings
 from autoresearch_mcp.server.tasks.recorded import recorded_task
+from autoresearch_mcp.server.text import scrub_paths
 
 TaskFactory = Callable[[dict[str, Any]], Task]
+BUILTIN = Path(str(files(__package__) / "builtin"))  # the shipped task folders, one per task
 _REGISTRY: dict[str, TaskFactory] = {}
+log = logging.getLogger(__name__)
 _loaded = False
 
 
@@ -44,31 +51,92 @@ def make_task(name: str, settings: dict[str, Any]) -> Task:
     return factory(settings)
 
 
-def _folders(settings: dict[str, Any] | None) -> dict[str, TaskFactory]:
-    """The task folders the settings name, by task name (each folder's autoresearch.toml read here)."""
-    paths = (settings or {}).get("task_dirs") or []
-    if not paths:
-        return {}
+def builtin_folders() -> list[Path]:
+    """The task folders shipped in the package (hpo-covertype, codeopt-records)."""
+    return sorted(path for path in BUILTIN.iterdir() if (path / "autoresearch.toml").is_file())
+
+
+@cache
+def _builtin_class(path: Path) -> TaskFactory:
     from autoresearch_mcp.server.tasks.folder.task import folder_task_class
 
-    store = (settings or {}).get("store_path")
+    return folder_task_class(path)
+
+
+def _folders(settings: dict[str, Any] | None) -> dict[str, TaskFactory]:
+    """The task folders the settings name, then the shipped ones they do not replace, by task name (each
+    folder's autoresearch.toml read here): a copy of a shipped task, changed, runs under its name."""
+    paths = (settings or {}).get("task_dirs") or []
     found: dict[str, TaskFactory] = {}
-    for path in paths:
-        cls = folder_task_class(path, None if store is None else Path(store))
-        if cls.name in _REGISTRY or cls.name in found:
-            raise ResearchError(
-                f"task folder {path}: its name {cls.name!r} is already taken by another task; rename it "
-                "in its autoresearch.toml",
-                kind="bad_argument",
-            )
-        found[cls.name] = cls
+    if paths:
+        from autoresearch_mcp.server.tasks.folder.task import folder_task_class
+
+        store = (settings or {}).get("store_path")
+        for path in paths:
+            cls = folder_task_class(path, None if store is None else Path(store))
+            if cls.name in _REGISTRY or cls.name in found:
+                raise ResearchError(
+                    f"task folder {path}: its name {cls.name!r} is already taken by another task; rename "
+                    "it in its autoresearch.toml",
+                    kind="bad_argument",
+                )
+            found[cls.name] = cls
+    for path in builtin_folders():
+        if path.name in found:
+            continue
+        made = _covertype(path, settings or {}) if path.name == "hpo-covertype" else _builtin_class(path)
+        found[made.name] = made  # type: ignore[attr-defined]
     return found
+
+
+def _covertype(shipped: Path, settings: dict[str, Any]) -> TaskFactory:
+    """hpo-covertype: the shipped folder, run from its copy prepared with the server's data
+    (covertype.py), made when first used; where the data cannot be read, it refuses to start a run."""
+    from autoresearch_mcp.server.tasks.covertype import CovertypeSettings
+
+    key = tuple(sorted((k, settings[k]) for k in CovertypeSettings.model_fields if k in settings))
+    return _covertype_class(shipped, key)
+
+
+@cache
+def _covertype_class(shipped: Path, key: tuple[tuple[str, Any], ...]) -> TaskFactory:
+    from autoresearch_mcp.server.tasks.covertype import prepared, source_name
+
+    base: Any = _builtin_class(shipped)
+    made: dict[str, Path] = {}  # the copy, by the data directory it is in
+    problems: dict[str, str] = {}
+
+    def folder(self: Task) -> Path:
+        where = str(data_dir_path())
+        copy = made.get(where)
+        if copy is None or not copy.is_dir():
+            try:
+                made[where] = copy = prepared(shipped, dict(key))
+            except ResearchError as exc:  # not kept: the operator may fix it while the server runs
+                log.info("hpo-covertype: %s", exc)  # the whole story, paths included, in the server's log
+                problems[where] = scrub_paths(str(exc))
+                return shipped
+        return copy
+
+    def options(self: Task) -> dict[str, Any]:
+        if folder(self) == shipped:
+            raise UnavailableError(
+                "the hpo-covertype task cannot run here: this server has no Covertype data. Nothing was"
+                " started and no budget used; tell the server's operator, who can give it the data.",
+                operator=problems.pop(str(data_dir_path()), "no data"),
+            )
+        return {**base.options(self), "data": source_name(dict(key))}  # which data the run split
+
+    return type(base.__name__, (base,), {"folder": property(folder), "options": options})
 
 
 def settings_models() -> list[type[TaskSettings]]:
     """The settings model of every task registered as its class (a factory function declares none)."""
     _load_builtins()
+    from autoresearch_mcp.server.tasks.covertype import CovertypeSettings
+
     models = {f.settings_model for f in _REGISTRY.values() if isinstance(f, type) and issubclass(f, Task)}
+    models.add(CovertypeSettings)  # the shipped hpo-covertype's data, threads and wall time
     return sorted(models, key=lambda model: model.__qualname__)
 
 
@@ -108,10 +176,6 @@ def _load_builtins() -> None:
     global _loaded
     if _loaded:
         return
-    # Imported lazily so that importing the registry does not pull in xgboost and friends.
-    from autoresearch_mcp.server.tasks.codeopt_records import task as _codeopt  # noqa: F401
-    from autoresearch_mcp.server.tasks.hpo_covertype import task as _hpo  # noqa: F401
-
     for point in entry_points(group="autoresearch_mcp.tasks"):
         point.load()
     for module in filter(None, (m.strip() for m in os.environ.get(ENV_TASK_PLUGINS, "").split(","))):

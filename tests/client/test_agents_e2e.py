@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import codeopt_rewrites as rewrites
 import pytest
 
 from autoresearch_mcp.cli import main
@@ -13,7 +14,6 @@ from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.contract.functions import replace_function
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from conftest import run_args, toy_openai_args
 from fakes import FakeAnthropicServer, FakeOpenAIServer, anthropic_message, chat_completion, error_reply
 

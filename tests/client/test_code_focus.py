@@ -4,6 +4,8 @@ block of some functions becomes replace_function calls (client/replies.py)."""
 
 from pathlib import Path
 
+from codeopt_rewrites import REFERENCE_SOURCE
+
 from autoresearch_mcp.client.code_blocks import function_versions
 from autoresearch_mcp.client.prompts import WHOLE_FILE_TURN
 from autoresearch_mcp.client.replies import read_text_reply
@@ -16,7 +18,6 @@ from autoresearch_mcp.contract.code_focus import (
 )
 from autoresearch_mcp.contract.functions import find_function, replace_function
 from autoresearch_mcp.contract.profile import FunctionTime, LineTime, Profile
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 
 SOURCE = REFERENCE_SOURCE
 

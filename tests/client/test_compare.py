@@ -14,8 +14,11 @@ from autoresearch_mcp.client.check import AgentResult
 from autoresearch_mcp.client.compare_results import crossover, run_record, summarise
 from autoresearch_mcp.client.report_figure import write_figure, write_table
 from autoresearch_mcp.contract.models import Run
-from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
+from autoresearch_mcp.server.tasks.folder.task import folder_task_class
+from autoresearch_mcp.server.tasks.registry import BUILTIN
 from toy_task import ToyParams
+
+HPOParams = folder_task_class(BUILTIN / "hpo-covertype").params_model
 
 ROW_FIELDS = {
     "iteration",

@@ -6,10 +6,10 @@ over HTTP: conftest.shared_server), with the real OpenAI SDK talking to a local 
 from pathlib import Path
 from typing import Any
 
+import codeopt_rewrites as rewrites
 import pytest
 
 from autoresearch_mcp.client.run_cmd import run_session
-from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 from conftest import run_args, toy_openai_args
 from fakes import FakeOpenAIServer, chat_completion
 

@@ -15,9 +15,11 @@ from autoresearch_mcp.client.llm import (
 )
 from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 from autoresearch_mcp.client.llm.scripted_params import ParamSpace, parse_best
-from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOParams
-from autoresearch_mcp.server.tasks.registry import make_task
+from autoresearch_mcp.server.tasks.folder.task import folder_task_class
+from autoresearch_mcp.server.tasks.registry import BUILTIN, make_task
 from conftest import scripted_llm
+
+HPOParams = folder_task_class(BUILTIN / "hpo-covertype").params_model
 
 HPO = "hpo-covertype"
 CODE = "codeopt-records"

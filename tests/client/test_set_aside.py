@@ -7,12 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from codeopt_rewrites import REFERENCE_SOURCE
 
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.client.set_aside import SET_ASIDE_AFTER, SetAside, set_aside_note
 from autoresearch_mcp.contract.functions import find_function
 from autoresearch_mcp.contract.profile import FunctionTime, Profile
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from conftest import run_args
 from fakes import FakeOpenAIServer, chat_completion
 

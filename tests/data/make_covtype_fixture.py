@@ -1,7 +1,7 @@
 """Regenerates tests/data/covtype_2k.csv.gz, the Covertype fixture the default tests use, from the
 20,000-row copy (see PROVENANCE.md beside this file):
 
-    python tests/data/make_covtype_fixture.py server/tasks/hpo_covertype/covtype_sample/covtype_20k.csv.gz tests/data/covtype_2k.csv.gz
+    python tests/data/make_covtype_fixture.py server/tasks/builtin/hpo-covertype/source/covtype_20k.csv.gz tests/data/covtype_2k.csv.gz
 
 A deterministic stratified sample: every class gets its share of ROWS (largest remainder), but at least
 MIN_PER_CLASS rows, so that the loader's stratified 80/20 split keeps at least 5 test rows of each of the

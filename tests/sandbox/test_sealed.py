@@ -9,12 +9,13 @@ import secrets
 import textwrap
 
 import pytest
-from escaped_task import ESCAPED_ENTRY
+from codeopt_rewrites import REFERENCE_SOURCE, codeopt_folder
 
 from autoresearch_mcp.sandbox import sealed
-from autoresearch_mcp.sandbox.runner import run_sandboxed
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
-from autoresearch_mcp.server.tasks.codeopt_records.task import DEFAULT_LIMITS
+from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
+from autoresearch_mcp.server.tasks.base import ExecContext
+from autoresearch_mcp.server.tasks.folder import benchmark
+from autoresearch_mcp.server.tasks.registry import make_task
 
 
 def test_sealed_values_come_back_one_at_a_time_in_order_and_then_run_out(monkeypatch: pytest.MonkeyPatch):
@@ -36,8 +37,8 @@ def test_more_sealed_values_than_a_pipe_holds_are_refused_before_anything_starts
         sealed.pipe_with(["x" * 1000] * 100)
 
 
-# Escaped (real builtins and modules): in every call, look through everything the fork holds for the
-# seeds of the timed calls, and say how many it found, in the untimed check (the first call).
+# codeopt-records has no Python layer (real builtins and modules): in every call, look through everything
+# the fork holds (frozen objects too) for the seeds of the later calls, and say how many it found.
 LOOK_FOR_SEEDS = """\
 import gc
 import hashlib
@@ -47,6 +48,7 @@ WANTED = {wanted!r}
 
 def _held():
     found = 0
+    gc.unfreeze()
     for obj in gc.get_objects():
         values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple, set)) else ()
         for value in values:
@@ -58,14 +60,17 @@ def _held():
 """
 
 
-def test_the_untimed_check_holds_none_of_the_timed_calls_seeds():
+def test_the_first_call_holds_none_of_the_later_calls_seeds(tmp_path):
     seeds = [secrets.randbits(48) for _ in range(4)]
-    wanted = sorted(hashlib.sha256(str(seed).encode()).hexdigest() for seed in seeds)
+    wanted = sorted(hashlib.sha256(str(seed).encode()).hexdigest() for seed in seeds[1:])
     start = "def process_records(records):\n"
     source = textwrap.dedent(LOOK_FOR_SEEDS.format(wanted=wanted)) + REFERENCE_SOURCE.replace(
         start, start + "    raise RuntimeError(f'FOUND {_held()}')\n"
     )
-    payload = {"source": source, "n_records": 200, "calls": len(seeds), "check": {"n": 50, "seed": 3}}
-    result = run_sandboxed(ESCAPED_ENTRY, payload, DEFAULT_LIMITS, sealed=seeds)
+    folder = codeopt_folder(tmp_path / "codeopt-records", records=200, calls=3)
+    task = make_task("codeopt-records", {"task_dirs": [str(folder)]})
+    ctx = ExecContext(run_id="r-s", seed=1, iteration=1, options=task.options())
+    payload = benchmark.payload(task.loaded, task.editable(), source, ctx)  # type: ignore[attr-defined]
+    result = run_sandboxed(benchmark.ENTRY, payload, Limits(**ctx.options["limits"]), sealed=seeds)
     assert result.status == "ok" and result.result is not None, result.output_tail
     assert result.result["error"] == "raised" and "FOUND 0" in result.result["detail"], result.result

@@ -1,6 +1,7 @@
-"""The four reproductions of the boundary issue, through the MCP tools, each of which went through on main:
+"""Three of the four reproductions of the boundary issue, through the MCP tools, each of which went through on
+main (the first, a complete Python escape through the guard, is moot: the shipped tasks have no guard, and
+their verdict no longer rests on Python; tests/server/test_hpo_task.py and test_codeopt_task.py):
 
-1. a complete Python escape in each task, through the guard (refused now before anything runs);
 2. after an escape, six forks of 400 MB each (each under the per-process limit): now no fork starts,
    and where the task declares processes the run's cgroup holds them to one at a time;
 3. after an escape, the unchanged reference plus processes that load the CPU while the best is timed:
@@ -8,7 +9,7 @@
 4. no escape: two other runs' CPU-loop candidates spin while run A's first benchmark runs; on main that
    timed A's baseline, once, and A's unchanged code then scored about 1.35x on a quiet machine.
 
-2 and 3 run with the Python layers off (tests/escaped_task.py: no guard, real modules): what holds
+2 and 3 run codeopt-records, which has no Python layer (tests/escaped_task.py): what holds
 there is the OS layers and the measurement alone."""
 
 import asyncio
@@ -17,16 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import codeopt_rewrites as rewrites
 import pytest
+from codeopt_rewrites import REFERENCE_SOURCE, codeopt_folder
 from escaped_task import registered
 from mcp import Client
 
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tasks.codeopt_records import rewrites
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
-from autoresearch_mcp.server.tasks.hpo_covertype.task import TRAIN_PY
 
 pytestmark = pytest.mark.asyncio
 
@@ -44,8 +44,7 @@ def small(tmp_path: Path, covtype_csv: Path) -> ServerSettings:
         db_path=tmp_path / "runs.db",
         covtype_path=str(covtype_csv),
         hpo_threads=2,
-        codeopt_records=3000,
-        codeopt_repeats=10,
+        task_dirs=[str(codeopt_folder(tmp_path / "codeopt-records", 3000, 10))],
     )
 
 
@@ -64,51 +63,6 @@ def with_body(prelude: str, body: str) -> str:
     """The reference with `body` run first in process_records, after `prelude` at the top."""
     start = "def process_records(records):\n"
     return prelude + REFERENCE_SOURCE.replace(start, start + body)
-
-
-# -- 1. the Python escapes ---------------------------------------------------------------------
-
-CODEOPT_ESCAPE = with_body(
-    """\
-import operator
-
-match operator:
-    case object(attrgetter=ag):
-        for kind in ag("__subclasses__")(ag("__class__.__base__")(()))():
-            if ag("__name__")(kind) == "_wrap_close":
-                OS = ag("__init__.__globals__")(kind)["sys"].modules["os"]
-
-
-""",
-    "    OS.fork\n",
-)
-HPO_ESCAPE = TRAIN_PY.replace(
-    "import harness\n",
-    "import harness\nimport typing\n\n\nclass Door:\n    key: \"lambda: __import__('sys')\"\n\n\n"
-    "OS = typing.get_type_hints(Door)['key']().modules['os']\n",
-)
-
-
-async def test_1_the_python_escape_of_each_task_is_refused_before_anything_runs(small: ServerSettings):
-    async with Client(build_server(Research(small))) as client:
-        for task, source, why in [
-            (
-                "codeopt-records",
-                CODEOPT_ESCAPE,
-                "in a class pattern: the attribute 'attrgetter' is not allowed",
-            ),
-            ("hpo-covertype", HPO_ESCAPE, "the attribute 'get_type_hints' is not allowed"),
-        ]:
-            run_id = (await call(client, "start_run", {"task": task, "budget": 3}))["run_id"]
-            result = await client.call_tool(
-                "modify_train_py", {"run_id": run_id, "description": "escape", "source": source}
-            )
-            assert result.is_error, f"{task}: the escape was accepted"
-            assert (
-                "edit rejected, train.py unchanged" in result.content[0].text
-                and why in result.content[0].text
-            )
-            assert (await call(client, "get_current_train_py", {"run_id": run_id}))["version"] == 1
 
 
 # -- 2. memory after an escape ------------------------------------------------------------------

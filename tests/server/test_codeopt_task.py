@@ -1,37 +1,43 @@
-"""codeopt-records: the data, the reference, the catalogue of rewrites, and the sandboxed benchmark,
-including the attacks a candidate could try on the timer, the inputs and the correctness check."""
+"""codeopt-records, the task folder shipped in the package: its inputs, its reference, the catalogue of
+rewrites the scripted double plays, and its benchmark (the trusted [benchmark] harness), including the
+attacks a candidate could try on the timer, the inputs and the correctness check."""
 
 import gc
 import json
 import math
 import time
+from pathlib import Path
 from statistics import median
 from typing import Any
 
+import codeopt_rewrites as rewrites
 import pytest
+from codeopt_rewrites import FOLDER, REFERENCE_SOURCE, codeopt_folder, load_reference, make_records
 
 from autoresearch_mcp.contract.functions import functions_in
-from autoresearch_mcp.sandbox.guard import FORBIDDEN_NAMES
+from autoresearch_mcp.contract.models import ScriptedPlan
 from autoresearch_mcp.sandbox.runner import Limits
-from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome
-from autoresearch_mcp.server.tasks.codeopt_records import rewrites
-from autoresearch_mcp.server.tasks.codeopt_records.child import HIDDEN_BUILTINS
-from autoresearch_mcp.server.tasks.codeopt_records.records import (
-    REFERENCE_SOURCE,
-    load_reference,
-    make_records,
-    process_records_fast,
-)
-from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
+from autoresearch_mcp.server.tasks.base import ExecContext, NoParams, Outcome, Task
+from autoresearch_mcp.server.tasks.folder.task import FolderTask
 from autoresearch_mcp.server.tasks.outputs import first_difference
 from autoresearch_mcp.server.tasks.registry import make_task
 
-SMALL = {"codeopt_records": 1500, "codeopt_repeats": 3}
+RECORDS, CALLS = 1500, 3
 REFERENCE_AS_HELPER = REFERENCE_SOURCE.replace("def process_records(records):", "def _reference(records):")
 
 
-def benchmark(source: str, *, iteration: int = 1, **options: Any) -> Outcome:
-    task = CodeOptTask(SMALL)
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shipped folder at a test's size, in the shipped one's place."""
+    return codeopt_folder(tmp_path_factory.mktemp("codeopt") / "codeopt-records", RECORDS, CALLS)
+
+
+def small_task(folder: Path) -> Task:
+    return make_task("codeopt-records", {"task_dirs": [str(folder)]})
+
+
+def benchmark(folder: Path, source: str, *, iteration: int = 1, **options: Any) -> Outcome:
+    task = small_task(folder)
     ctx = ExecContext(run_id="r-test", seed=42, iteration=iteration, options={**task.options(), **options})
     return task.execute(NoParams(), source, ctx)
 
@@ -50,13 +56,6 @@ def test_records_are_plain_json_and_the_same_for_the_same_seed() -> None:
     assert records == make_records(200, 7) != make_records(200, 8)
     assert json.loads(json.dumps(records)) == records
     assert {type(r["active"]) for r in records} == {bool} and {type(r["rating"]) for r in records} == {float}
-
-
-def test_the_trusted_twin_matches_the_reference_on_many_inputs_and_edge_sizes() -> None:
-    reference = load_reference()
-    for n, seed in [(0, 1), (1, 2), (2, 3), (7, 4), (60, 5), (2500, 6), (10_000, 7)]:
-        records = make_records(n, seed)
-        assert first_difference(reference(records), process_records_fast(records)) is None
 
 
 def test_the_reference_output_is_a_few_kilobytes_and_does_not_touch_its_input() -> None:
@@ -93,8 +92,8 @@ def test_the_baseline_takes_tens_of_ms_of_cpu_on_10000_records() -> None:
 # -- the rewrite catalogue ------------------------------------------------------------------------
 
 
-def test_every_cumulative_rewrite_passes_the_guard_and_matches_the_reference() -> None:
-    task = CodeOptTask({})
+def test_every_cumulative_rewrite_compiles_and_matches_the_reference() -> None:
+    task = make_task("codeopt-records", {})
     reference = load_reference()
     inputs = [make_records(n, seed) for n, seed in [(0, 1), (3, 2), (40, 3), (3000, 4)]]
     assert len(rewrites.REWRITES) >= 6
@@ -123,9 +122,14 @@ def test_apply_edits_refuses_a_search_text_that_is_missing_or_repeated() -> None
         rewrites.apply_edits("a = a\n", [("a", "b")])
 
 
-def test_the_wrong_rewrite_passes_the_guard_but_changes_the_output() -> None:
+def test_the_scripted_doubles_plan_shipped_in_the_folder_is_the_catalogue() -> None:
+    shipped = ScriptedPlan.model_validate_json((FOLDER / "scripted.json").read_bytes())
+    assert shipped == rewrites.plan() == make_task("codeopt-records", {}).scripted_plan()
+
+
+def test_the_wrong_rewrite_loads_but_changes_the_output() -> None:
     source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
-    assert CodeOptTask({}).check_artifact(source) == []
+    assert make_task("codeopt-records", {}).check_artifact(source) == []
     records = make_records(500, 1)
     assert first_difference(load_reference()(records), load(source)(records)) is not None
 
@@ -146,43 +150,34 @@ def test_the_last_rewrite_is_several_times_faster_than_the_reference() -> None:
 # -- the task -----------------------------------------------------------------------------------
 
 
-def test_the_task_is_registered_and_takes_its_sizes_from_the_settings() -> None:
-    task = make_task("codeopt-records", {"codeopt_records": 2000, "codeopt_repeats": None})
-    assert isinstance(task, CodeOptTask)
+def test_the_task_is_the_shipped_folder_judged_by_its_benchmark() -> None:
+    task = make_task("codeopt-records", {})
+    assert isinstance(task, FolderTask) and task.judged_by == "benchmark"
     assert (task.metric, task.direction, task.experiment_tool) == ("speedup", "max", "run_benchmark")
-    options = task.options()
-    assert (options["n_records"], options["repeats"]) == (2000, 20)
-    assert Limits.model_validate(options["limits"]).memory_mb == 512
+    assert (
+        task.title
+        == "Speed up process_records(records), a slow summary of employee records, keeping its output"
+    )
     assert task.initial_artifact() == REFERENCE_SOURCE and task.check_artifact(REFERENCE_SOURCE) == []
+    assert task.editable() == ["train.py"]
+    assert task.agent_profile().stateless.intro == "You are optimizing Python code for speed."
 
 
-def test_larger_settings_get_proportionally_larger_limits() -> None:
-    default = Limits.model_validate(CodeOptTask({}).options()["limits"])
-    assert (default.wall_s, default.cpu_s, default.memory_mb) == (30, 30, 512)
-    big = Limits.model_validate(
-        CodeOptTask({"codeopt_records": 500_000, "codeopt_repeats": 41}).options()["limits"]
-    )
-    assert (big.wall_s, big.cpu_s, big.memory_mb) == (3000, 3000, 1256)
+def test_a_copy_of_the_shipped_folder_given_as_a_task_folder_runs_in_its_place(small: Path) -> None:
+    task = small_task(small)
+    assert isinstance(task, FolderTask) and task.folder == small.resolve()
+    assert make_task("codeopt-records", {}).folder != task.folder  # type: ignore[attr-defined]
 
 
-def test_check_artifact_refuses_non_stdlib_imports_and_a_changed_signature() -> None:
-    source = "import numpy\n\n\ndef process_records(records, cache=None):\n    return {}\n"
-    found = CodeOptTask({}).check_artifact(source)
-    assert found[0].startswith(
-        "line 1: import of 'numpy' is not allowed; allowed: array, bisect, collections"
-    )
-    assert "must keep the signature `def process_records(records)`" in found[1]
-
-
-def test_every_benchmark_times_the_reference_beside_the_candidate_and_keeps_no_baseline() -> None:
+def test_every_benchmark_times_the_reference_beside_the_candidate_and_keeps_no_baseline(small: Path) -> None:
     # Where the numbers come from and go; how much faster a rewrite is, is the slow set's to measure
     # (below, and in-process above) and benchmarks/noise_load.py's.
-    first = benchmark(REFERENCE_SOURCE)
+    first = benchmark(small, REFERENCE_SOURCE)
     assert first.status == "ok" and first.state_update == {}  # nothing carried to later benchmarks
     assert first.metrics["correct"] == 1.0 and first.metrics["inputs"] == 4
     assert first.metrics["speedup_low"] <= first.metric <= first.metrics["speedup_high"]
     assert len(first.samples) == 3  # the candidate's timed calls (after the warm-up)
-    fastest = benchmark(rewrites.source_after(len(rewrites.REWRITES)), iteration=2)
+    fastest = benchmark(small, rewrites.source_after(len(rewrites.REWRITES)), iteration=2)
     assert fastest.status == "ok" and fastest.metric == fastest.metrics["speedup"]
     assert fastest.metrics["speedup_low"] <= fastest.metric <= fastest.metrics["speedup_high"]
     # Its own reference, timed beside it in the same run, and the candidate's median call.
@@ -194,17 +189,17 @@ def test_every_benchmark_times_the_reference_beside_the_candidate_and_keeps_no_b
 
 
 @pytest.mark.slow  # a measured speedup: on a loaded machine, a ratio near its bound
-def test_the_fastest_rewrite_benchmarks_faster_than_its_reference_in_wall_and_cpu_time() -> None:
-    fastest = benchmark(rewrites.source_after(len(rewrites.REWRITES)), iteration=2)
+def test_the_fastest_rewrite_benchmarks_faster_than_its_reference_in_wall_and_cpu_time(small: Path) -> None:
+    fastest = benchmark(small, rewrites.source_after(len(rewrites.REWRITES)), iteration=2)
     assert fastest.status == "ok"
     assert fastest.metrics["baseline_ms"] > fastest.metrics["time_ms"]  # its own reference, timed beside it
     if "cpu_ms" in fastest.metrics:
         assert fastest.metrics["speedup_cpu"] > 1
 
 
-def test_the_best_is_timed_beside_the_candidate_or_is_the_reference_itself() -> None:
+def test_the_best_is_timed_beside_the_candidate_or_is_the_reference_itself(small: Path) -> None:
     fastest = rewrites.source_after(len(rewrites.REWRITES))
-    task = CodeOptTask(SMALL)
+    task = small_task(small)
     for best_source in (REFERENCE_SOURCE, rewrites.source_after(2)):
         ctx = ExecContext(
             run_id="r-test",
@@ -221,38 +216,42 @@ def test_the_best_is_timed_beside_the_candidate_or_is_the_reference_itself() -> 
             assert outcome.metrics["vs_best"] == outcome.metrics["speedup"]
 
 
-def test_a_wrong_rewrite_fails_on_the_small_check_with_the_first_difference_and_its_input() -> None:
+def test_a_wrong_rewrite_fails_on_the_small_check_with_the_first_difference_and_its_input(
+    small: Path,
+) -> None:
     source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
-    outcome = benchmark(source)
+    outcome = benchmark(small, source)
     assert outcome.status == "incorrect" and outcome.metric is None and outcome.metrics == {"correct": 0.0}
     assert outcome.error_tail is not None
-    assert outcome.error_tail.startswith("wrong output (the first check, on make_records(200, seed=")
+    assert outcome.error_tail.startswith(f"wrong output (call 1 of {CALLS + 1}, the inputs of seed ")
     assert "['top_earners'][0]['id']: expected" in outcome.error_tail
 
 
-def test_a_version_right_on_the_small_check_but_wrong_on_the_benchmark_input_says_which_call() -> None:
+def test_a_version_right_on_the_small_check_but_wrong_on_the_benchmark_input_says_which_call(
+    small: Path,
+) -> None:
     source = REFERENCE_AS_HELPER + (
         "\n\ndef process_records(records):\n    out = _reference(records)\n"
         "    if len(records) > 1000:\n        out['total'] = -1\n    return out\n"
     )
-    outcome = benchmark(source)
+    outcome = benchmark(small, source)
     assert outcome.status == "incorrect" and outcome.error_tail is not None
-    assert outcome.error_tail.startswith("wrong output (call 1 of 4, input make_records(1500, seed=")
+    assert outcome.error_tail.startswith(f"wrong output (call 1 of {CALLS + 1}, the inputs of seed ")
     assert "output['total']: expected 1500, got -1" in outcome.error_tail
 
 
-def test_an_exception_in_the_candidate_is_a_crash_that_quotes_its_failing_line() -> None:
-    outcome = benchmark("def process_records(records):\n    return records[0]['no such field']\n")
+def test_an_exception_in_the_candidate_is_a_crash_that_quotes_its_failing_line(small: Path) -> None:
+    outcome = benchmark(small, "def process_records(records):\n    return records[0]['no such field']\n")
     assert outcome.status == "crash" and outcome.error_tail is not None
     headline = outcome.error_tail.splitlines()[0]
     assert headline == (
-        "process_records raised an exception at line 2 (process_records): return records[0]['no such field']:"
+        "the function raised an exception at line 2 (process_records): return records[0]['no such field']:"
     )
     assert "KeyError: 'no such field'" in outcome.error_tail
 
 
-def test_a_correct_version_comes_back_with_its_profile_hottest_function_first() -> None:
-    outcome = benchmark(REFERENCE_SOURCE)
+def test_a_correct_version_comes_back_with_its_profile_hottest_function_first(small: Path) -> None:
+    outcome = benchmark(small, REFERENCE_SOURCE)
     assert outcome.status == "ok" and outcome.profile is not None
     profile = outcome.profile
     names = [f.name for f in profile.functions]
@@ -267,64 +266,57 @@ def test_a_correct_version_comes_back_with_its_profile_hottest_function_first() 
         assert source_lines[line.line - 1].strip() == line.text
 
 
-def test_the_profile_of_the_reference_finds_its_bubble_sort() -> None:
-    profile = CodeOptTask({"codeopt_records": 3000}).profile(
-        NoParams(),
-        REFERENCE_SOURCE,
-        ExecContext(
-            run_id="r-p", seed=1, iteration=1, options=CodeOptTask({"codeopt_records": 3000}).options()
-        ),
+def test_the_profile_of_the_reference_finds_its_bubble_sort(small: Path) -> None:
+    task = small_task(small)
+    profile = task.profile(
+        NoParams(), REFERENCE_SOURCE, ExecContext(run_id="r-p", seed=1, iteration=1, options=task.options())
     )
     assert profile is not None and profile.hot == "department_stats"
     assert any(line.text == "for j in range(len(top) - 1 - i):" for line in profile.lines)
 
 
-def test_a_version_that_crashes_has_no_profile() -> None:
+def test_a_version_that_crashes_has_no_profile(small: Path) -> None:
     source = "def process_records(records):\n    return records[0]['no such field']\n"
-    task = CodeOptTask(SMALL)
+    task = small_task(small)
     ctx = ExecContext(run_id="r-p", seed=1, iteration=1, options=task.options())
     assert task.profile(NoParams(), source, ctx) is None
 
 
-def test_a_source_that_fails_to_load_is_a_crash_that_says_so() -> None:
-    outcome = benchmark("import os\n\n\ndef process_records(records):\n    return {}\n")
+def test_a_source_that_fails_to_load_is_a_crash_that_says_so(small: Path) -> None:
+    outcome = benchmark(small, "import no_such_module\n\n\ndef process_records(records):\n    return {}\n")
     assert outcome.status == "crash" and outcome.error_tail is not None
-    assert "train.py failed to load" in outcome.error_tail
-    assert "ImportError: import of 'os' is not allowed in this sandbox" in outcome.error_tail
+    assert "the version failed to load" in outcome.error_tail
+    assert "No module named 'no_such_module'" in outcome.error_tail
 
 
-def test_the_candidate_runs_without_the_guards_forbidden_builtins_even_when_the_guard_is_skipped() -> None:
-    assert FORBIDDEN_NAMES <= HIDDEN_BUILTINS
-    source = "def process_records(records):\n    return open('/etc/passwd').read()\n"
-    outcome = benchmark(source)
-    assert outcome.status == "crash" and "NameError: name 'open' is not defined" in (outcome.error_tail or "")
-
-
-def test_a_candidate_that_never_returns_times_out() -> None:
+def test_a_candidate_that_never_returns_times_out(small: Path) -> None:
     limits = Limits(wall_s=1.5, cpu_s=10, memory_mb=512).model_dump()
-    outcome = benchmark("def process_records(records):\n    while True:\n        pass\n", limits=limits)
+    outcome = benchmark(
+        small, "def process_records(records):\n    while True:\n        pass\n", limits=limits
+    )
     assert outcome.status == "timeout" and "wall-clock limit of 1.5 s" in (outcome.error_tail or "")
 
 
-def test_deep_recursion_in_the_candidate_is_a_crash() -> None:
+def test_deep_recursion_in_the_candidate_is_a_crash(small: Path) -> None:
     source = "def process_records(records):\n    return process_records(records)\n"
-    outcome = benchmark(source)
+    outcome = benchmark(small, source)
     assert outcome.status == "crash" and "RecursionError" in (outcome.error_tail or "")
 
 
 # -- attacks on the measurement: each fails on its own merits, even with the guard skipped --------
 
 
-def test_returning_a_dict_subclass_is_incorrect() -> None:
+def test_returning_a_dict_subclass_is_refused(small: Path) -> None:
     source = REFERENCE_AS_HELPER + (
         "\n\nclass Result(dict):\n    pass\n\n\ndef process_records(records):\n    return Result(_reference(records))\n"
     )
-    outcome = benchmark(source)
-    assert outcome.status == "incorrect"
-    assert outcome.error_tail == "output is a Result; return only dict, list, str, int, float, bool and None"
+    outcome = benchmark(small, source)
+    assert outcome.status == "crash" and (outcome.error_tail or "").endswith(
+        "output is a Result; return only dict, list, str, int, float, bool and None"
+    )
 
 
-def test_the_stdlibs_dict_subclasses_count_as_dicts_but_a_subclass_of_them_does_not() -> None:
+def test_the_stdlibs_dict_subclasses_count_as_dicts_but_a_subclass_of_them_does_not(small: Path) -> None:
     """defaultdict is what a faster version naturally returns; it changes nothing about the items."""
     for make in (
         "collections.defaultdict(int, out)",
@@ -335,69 +327,72 @@ def test_the_stdlibs_dict_subclasses_count_as_dicts_but_a_subclass_of_them_does_
             "\n\nimport collections\n\n\ndef process_records(records):\n"
             f"    out = _reference(records)\n    return {make}\n"
         )
-        outcome = benchmark(source)
+        outcome = benchmark(small, source)
         assert outcome.status == "ok", (make, outcome.error_tail)
     subclass = REFERENCE_AS_HELPER + (
         "\n\nimport collections\n\n\nclass Result(collections.defaultdict):\n    pass\n\n\n"
         "def process_records(records):\n    return Result(int, _reference(records))\n"
     )
-    outcome = benchmark(subclass)
-    assert outcome.status == "incorrect" and (outcome.error_tail or "").startswith("output is a Result")
+    outcome = benchmark(small, subclass)
+    assert outcome.status == "crash" and "output is a Result" in (outcome.error_tail or "")
 
 
-def test_returning_a_lazy_object_that_equals_anything_is_incorrect() -> None:
+def test_returning_a_lazy_object_that_equals_anything_is_refused(small: Path) -> None:
     source = (
         "class Anything:\n    def __eq__(self, other):\n        return True\n\n\n"
         "def process_records(records):\n    return {'total': Anything()}\n"
     )
-    outcome = benchmark(source)
-    assert outcome.status == "incorrect" and "output['total'] is a Anything" in (outcome.error_tail or "")
+    outcome = benchmark(small, source)
+    assert outcome.status == "crash" and "output['total'] is a Anything" in (outcome.error_tail or "")
 
 
-def test_caching_the_first_answer_across_calls_gains_nothing_because_every_call_starts_fresh() -> None:
+def test_caching_the_first_answer_across_calls_gains_nothing_because_every_call_starts_fresh(
+    small: Path,
+) -> None:
     # Each call runs in a fresh fork of the harness: the cache is empty every time, so the candidate
     # computes (correctly) on every call, and nothing it kept can be handed to a later call.
     source = REFERENCE_AS_HELPER + (
         "\n\n_cache = []\n\n\ndef process_records(records):\n"
         "    if not _cache:\n        _cache.append(_reference(records))\n    return _cache[0]\n"
     )
-    outcome = benchmark(source)
+    outcome = benchmark(small, source)
     assert outcome.status == "ok" and outcome.metrics["correct"] == 1.0
 
 
-def test_special_casing_a_known_benchmark_input_is_incorrect() -> None:
+def test_special_casing_a_known_benchmark_input_is_incorrect(small: Path) -> None:
     # The exact answer for the input a candidate might expect (the run seed), returned instantly.
-    known = repr(load_reference()(make_records(SMALL["codeopt_records"], 42)))
+    known = repr(load_reference()(make_records(RECORDS, 42)))
     source = f"ANSWER = {known}\n\n\ndef process_records(records):\n    return ANSWER\n"
-    assert CodeOptTask({}).check_artifact(source) == []  # nothing for the guard to see
-    outcome = benchmark(source)
-    assert outcome.status == "incorrect" and "the first check" in (outcome.error_tail or "")
+    outcome = benchmark(small, source)
+    assert outcome.status == "incorrect" and "call 1 of" in (outcome.error_tail or "")
 
 
-def test_mutating_the_input_to_make_the_work_trivial_is_incorrect() -> None:
+def test_mutating_the_input_to_make_the_work_trivial_is_incorrect(small: Path) -> None:
     source = REFERENCE_AS_HELPER + (
         "\n\ndef process_records(records):\n    del records[1:]\n    return _reference(records)\n"
     )
-    outcome = benchmark(source)
-    assert outcome.status == "incorrect" and "output['total']: expected 200, got 1" in (
+    outcome = benchmark(small, source)
+    assert outcome.status == "incorrect" and f"output['total']: expected {RECORDS}, got 1" in (
         outcome.error_tail or ""
     )
 
 
-def test_patching_the_clock_through_an_escape_is_refused_by_the_guard_and_changes_nothing_without_it() -> (
-    None
-):
+def test_patching_the_clock_through_a_python_escape_changes_nothing(small: Path) -> None:
+    """The 38x payload's Python part: with no guard at all, a version reaches the real `sys` through a
+    standard-library class and patches every clock it can find. Its calls are timed by the harness, in
+    another process, from the input's stamp to the arrival of the output: nothing it patches moves that."""
     escape = (
         "def _module(name):\n"
         "    for kind in ().__class__.__base__.__subclasses__():\n"
         "        if kind.__name__ == '_wrap_close':\n"
         "            return kind.__init__.__globals__['sys'].modules[name]\n\n\n"
         "_module('time').perf_counter = lambda: 0.0\n"
-        "_module('autoresearch_mcp.server.tasks.codeopt_records.child')._clock = lambda: 0.0\n"
+        "_module('time').monotonic = lambda: 0.0\n"
+        "_module('autoresearch_mcp.sandbox.isolate').clock = lambda: 0.0\n"
         "assert _module('time').perf_counter() == 0.0  # the patch took: the escape works\n\n\n"
     )
-    source = escape + REFERENCE_SOURCE
-    assert any("'__class__' is not allowed" in p for p in CodeOptTask({}).check_artifact(source))
-    outcome = benchmark(source)
-    # A patched clock reads 0 ms for every call (and a speedup of infinity); any real call takes longer.
+    outcome = benchmark(small, escape + REFERENCE_SOURCE)
+    # A patched clock would read 0 ms for every call (a speedup of infinity); each call takes longer, and
+    # the unchanged reference is no surer than the original.
     assert outcome.status == "ok" and min(outcome.samples) > 0 and math.isfinite(outcome.metric or math.inf)
+    assert not make_task("codeopt-records", {}).verdict(outcome, None).kept

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from codeopt_rewrites import codeopt_folder
 from mcp import Client
 
 from autoresearch_mcp.server.build import build_server
@@ -131,7 +132,9 @@ async def test_run_benchmark_sends_progress_while_it_times(tmp_path, monkeypatch
     async def progress(value: float, total: float | None, message: str | None) -> None:
         seen.append(message)
 
-    settings = ServerSettings(db_path=tmp_path / "runs.db", codeopt_records=500, codeopt_repeats=3)
+    settings = ServerSettings(
+        db_path=tmp_path / "runs.db", task_dirs=[str(codeopt_folder(tmp_path / "codeopt-records", 500, 3))]
+    )
     async with client_for(settings) as client:
         run_id = await started(client, "codeopt-records", 2)
         with anyio.fail_after(120):

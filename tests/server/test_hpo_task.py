@@ -1,4 +1,5 @@
-"""hpo-covertype: the paper's protocol, real XGBoost in the sandbox, scored by the server."""
+"""hpo-covertype, the task folder shipped in the package: the paper's split, prepared by the server, real
+XGBoost in the sandbox, scored by the evaluator alone."""
 
 import gzip
 import hashlib
@@ -13,9 +14,9 @@ import pytest
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import Experiment
-from autoresearch_mcp.sandbox import cgroups
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.tasks.hpo_covertype.data import _split_arrays, prepare_split
+from autoresearch_mcp.server.tasks.covertype import split
+from autoresearch_mcp.server.tasks.registry import BUILTIN, make_task
 from conftest import TESTS_DIR
 
 # The fixture, as tests/data/PROVENANCE.md describes it.
@@ -42,21 +43,23 @@ def test_the_fixture_is_what_its_provenance_says(covtype_csv):
 
 
 def test_under_20000_rows_there_is_no_subsample_and_every_class_reaches_the_test_split(covtype_csv):
-    split = prepare_split(str(covtype_csv))
-    assert (split.n_train, split.n_test) == (1_600, 400)
-    counts = np.bincount(split.y_test, minlength=7)
+    _, y_train, _, y_test = split(str(covtype_csv))
+    assert (len(y_train), len(y_test)) == (1_600, 400)
+    counts = np.bincount(y_test, minlength=7)
     assert np.abs(counts - np.array(FIXTURE_CLASS_COUNTS) * 0.2).max() <= 1  # stratified
     assert counts.min() >= 5
 
 
 def test_the_split_is_the_papers_stratified_80_20_of_the_csv(covtype_20k_csv):
-    split = prepare_split(str(covtype_20k_csv))
-    assert (split.n_train, split.n_test) == (16_000, 4_000)
-    counts = np.bincount(split.y_test, minlength=7)
+    task = make_task("hpo-covertype", {"covtype_path": str(covtype_20k_csv)})
+    with np.load(task.folder / "data" / "split.npz") as arrays:  # type: ignore[attr-defined]
+        assert sorted(arrays.files) == ["X_test", "X_train", "y_train"]  # no test labels for train.py
+        assert (len(arrays["y_train"]), len(arrays["X_test"])) == (16_000, 4_000)
+    y_test = np.load(task.folder / "secret" / "y_test.npy")  # type: ignore[attr-defined]
+    counts = np.bincount(y_test, minlength=7)
     per_class = np.array([7292, 9752, 1231, 94, 327, 598, 706])  # covtype_20k.csv.gz's class counts
     assert np.abs(counts - per_class * 0.2).max() <= 1  # stratified: 20% of every class
-    with np.load(split.features_path) as arrays:
-        assert sorted(arrays.files) == ["X_test", "X_train", "y_train"]  # no test labels for train.py
+    assert task.loaded.hidden == (task.folder / "secret", task.folder / "source")  # type: ignore[attr-defined]
 
 
 def test_the_fixture_is_regenerated_from_the_20000_rows_by_its_script(tmp_path, covtype_20k_csv, covtype_csv):
@@ -71,10 +74,10 @@ def test_more_rows_than_20000_are_subsampled_stratified_with_seed_42(tmp_path, c
     path = tmp_path / "bigger.csv.gz"
     with gzip.open(path, "wt") as handle:
         bigger.to_csv(handle, index=False)
-    split = prepare_split(str(path))
-    assert split.n_train + split.n_test == 20_000
-    assert split.n_test == 4_000
-    counts = np.bincount(split.y_test, minlength=7)
+    _, y_train, _, y_test = split(str(path))
+    assert len(y_train) + len(y_test) == 20_000
+    assert len(y_test) == 4_000
+    counts = np.bincount(y_test, minlength=7)
     per_class = np.array(FIXTURE_CLASS_COUNTS) * 11 * (20_000 / 22_000) * 0.2
     assert np.abs(counts - per_class).max() <= 2  # stratified twice: the subsample, then 80/20
 
@@ -89,15 +92,13 @@ def test_a_real_experiment_trains_xgboost_in_the_sandbox_and_reports_all_metrics
     result = service.experiments.run_experiment(run.id, {"n_estimators": 10, "max_depth": 3}, "tiny")
     exp = result.experiment
     assert exp.status == "ok", exp.error_tail
-    assert set(exp.metrics) >= {"macro_f1", "precision", "recall", "accuracy", "train_seconds"}
-    if cgroups.cgroup_support().version is not None:  # the training's CPU time, beside its wall time
-        assert 0 < exp.metrics["train_cpu_seconds"] < 60
+    assert set(exp.metrics) == {"macro_f1", "precision", "recall", "accuracy"}  # the evaluator's
     assert 0.3 < exp.metrics["macro_f1"] < 0.95 and exp.metric == exp.metrics["macro_f1"]
     assert exp.params["learning_rate"] == 0.3  # defaults filled in: the stored record is complete
     assert result.is_new_best and result.budget_left == 2
 
 
-SCORING = "    harness.evaluate(model.predict(data.X_test))\n"
+SCORING = "prepare.save(model.predict(X_test))\n"
 
 
 def experiment_with_scoring_as(settings, scoring: str) -> Experiment:
@@ -110,8 +111,20 @@ def experiment_with_scoring_as(settings, scoring: str) -> Experiment:
 
 
 def test_a_training_script_that_never_hands_in_predictions_is_a_crash_not_a_score(settings):
-    exp = experiment_with_scoring_as(settings, "    if False:\n    " + SCORING)
-    assert exp.status == "crash" and "without calling harness.evaluate" in (exp.error_tail or "")
+    exp = experiment_with_scoring_as(settings, "if False:\n    " + SCORING)
+    assert exp.status == "crash" and "predictions.npy" in (exp.error_tail or "")
+
+
+def test_a_training_script_that_prints_a_perfect_score_is_scored_by_the_evaluator_alone(settings):
+    exp = experiment_with_scoring_as(settings, SCORING + "print('macro_f1: 1.0')\n")
+    assert exp.status == "ok" and exp.metric == exp.metrics["macro_f1"] < 0.95
+    assert exp.metrics["reported.macro_f1"] == 1.0  # kept beside it, deciding nothing
+
+
+def test_a_training_script_cannot_read_the_held_out_labels(settings):
+    reads = "print('read:', len(open('secret/y_test.npy', 'rb').read()))\n"
+    exp = experiment_with_scoring_as(settings, reads + SCORING)
+    assert exp.status == "crash" and "y_test.npy" in (exp.error_tail or "")
 
 
 def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_the_operator(
@@ -143,18 +156,12 @@ def test_missing_data_is_unavailable_pathless_for_the_caller_and_explained_to_th
 
 
 def test_without_a_data_setting_the_sample_shipped_in_the_package_is_the_data(settings):
-    from autoresearch_mcp.server.tasks.hpo_covertype.data import SHIPPED
-
-    assert hashlib.sha256(SHIPPED.read_bytes()).hexdigest() == SHIPPED_SHA256  # its PROVENANCE.md
-    assert (SHIPPED.parent / "PROVENANCE.md").is_file()
-    service = service_for(settings.with_options(covtype_path=None))
-    run, _ = service.runs.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
-    options = run.config["options"]
-    assert (options["data"], options["n_train"], options["n_test"]) == (
-        "csv:covtype_20k.csv.gz",
-        16_000,
-        4_000,
-    )
+    shipped = BUILTIN / "hpo-covertype" / "source" / "covtype_20k.csv.gz"
+    assert hashlib.sha256(shipped.read_bytes()).hexdigest() == SHIPPED_SHA256  # its PROVENANCE.md
+    assert (shipped.parent / "PROVENANCE.md").is_file()
+    task = make_task("hpo-covertype", settings.with_options(covtype_path=None).task_settings())
+    with np.load(task.folder / "data" / "split.npz") as arrays:  # type: ignore[attr-defined]
+        assert (len(arrays["y_train"]), len(arrays["X_test"])) == (16_000, 4_000)
 
 
 def test_a_csv_with_the_wrong_columns_is_refused_clearly(settings, tmp_path: Path):
@@ -181,19 +188,15 @@ def test_the_full_setting_loads_covertype_with_the_real_loader(settings, monkeyp
         return SimpleNamespace(data=frame.drop(columns="Cover_Type").to_numpy(), target=labels)
 
     monkeypatch.setattr(sklearn.datasets, "fetch_covtype", download)
-    _split_arrays.cache_clear()
-    try:
-        service = service_for(settings.with_options(covtype_path="full"))
-        run, _ = service.runs.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
-    finally:
-        _split_arrays.cache_clear()  # the stand-in's split must not outlive this test
+    service = service_for(settings.with_options(covtype_path="full"))
+    run, _ = service.runs.start_run("hpo-covertype", budget=1, target=None, seed=42, name=None)
     assert calls and run.status == "running"
 
 
 def test_a_training_past_the_configured_wall_clock_limit_is_killed_and_recorded_as_a_timeout(settings):
-    stuck = "    while True:\n        pass\n" + SCORING
+    stuck = "while True:\n    pass\n" + SCORING
     exp = experiment_with_scoring_as(settings.with_options(hpo_wall_s=2), stuck)
-    assert exp.status == "timeout" and "wall-clock limit of 2 s" in (exp.error_tail or "")
+    assert exp.status == "timeout" and "timeout_s of 2 s" in (exp.error_tail or "")
 
 
 def test_the_wall_clock_limit_is_the_tasks_own_setting_from_the_environment_and_a_bad_value_is_refused(
@@ -202,17 +205,19 @@ def test_the_wall_clock_limit_is_the_tasks_own_setting_from_the_environment_and_
     from pydantic import ValidationError
 
     from autoresearch_mcp.server.settings import ServerSettings
-    from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOCovertypeTask
     from autoresearch_mcp.server.tasks.registry import check_task_settings
+
+    def wall_s(settings: dict) -> float:
+        return make_task("hpo-covertype", settings).loaded.spec.task.timeout_s  # type: ignore[attr-defined]
 
     def task_settings() -> dict:
         return ServerSettings(db_path=tmp_path / "runs.db").task_settings()
 
     monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "45")
-    assert HPOCovertypeTask(task_settings()).wall_s == 45
+    assert wall_s(task_settings()) == 45
     monkeypatch.setenv("AUTORESEARCH_HPO_WALL_S", "soon")
     with pytest.raises(ValidationError, match="hpo_wall_s"):
         check_task_settings(task_settings())  # what the server checks at start
     monkeypatch.delenv("AUTORESEARCH_HPO_WALL_S")
-    assert HPOCovertypeTask(task_settings()).wall_s == 600
+    assert wall_s(task_settings()) == 600
     assert "hpo_wall_s" not in ServerSettings.model_fields  # the server's own settings know none of it

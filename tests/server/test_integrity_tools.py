@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codeopt_rewrites import REFERENCE_SOURCE, codeopt_folder
 from mcp import Client
 
 from autoresearch_mcp.sandbox import runner
@@ -20,7 +21,6 @@ from autoresearch_mcp.sandbox.runner import Limits
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from autoresearch_mcp.server.tasks.registry import register, unregister
 from toy_task import ToyTask
 
@@ -48,7 +48,9 @@ async def every_read_tool_works(client: Client, run_id: str) -> dict[str, Any]:
 
 @pytest.fixture
 def codeopt_settings(settings: ServerSettings) -> ServerSettings:
-    return settings.with_options(codeopt_records=1000, codeopt_repeats=4)
+    return settings.model_copy(
+        update={"task_dirs": [str(codeopt_folder(settings.db_path.parent / "codeopt-records", 1000, 4))]}
+    )
 
 
 async def benchmark_with(client: Client, source: str, description: str) -> dict[str, Any]:
@@ -64,8 +66,9 @@ async def test_a_path_to_sys_through_statistics_cannot_patch_the_harness(codeopt
     async with Client(build_server(Research(codeopt_settings))) as client:
         run_id = (await call(client, "start_run", {"task": "codeopt-records", "budget": 5}))["run_id"]
         exp = await benchmark_with(client, source + REFERENCE_SOURCE, "reach sys")
-        assert exp["status"] == "crash" and exp["metric"] is None, exp
-        assert "train.py failed to load" in exp["error_tail"]
+        # It reaches the real sys (no Python layer holds it back) and patches what it finds there; the
+        # harness that times it runs in another process: the reference itself, about 1x.
+        assert exp["status"] == "ok" and exp["metric"] < 20, exp
         await every_read_tool_works(client, run_id)
 
 

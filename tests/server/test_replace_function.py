@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from codeopt_rewrites import REFERENCE_SOURCE, codeopt_folder
 from mcp import Client
 
 from autoresearch_mcp.contract import files as packing
@@ -14,7 +15,6 @@ from autoresearch_mcp.contract.functions import find_function, functions_in, rep
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from autoresearch_mcp.server.tasks.profiles import failing_line
 
 SORTED_RANKING = """import operator
@@ -89,7 +89,9 @@ def test_the_failing_line_is_the_innermost_frame_in_the_candidates_own_files() -
 async def test_through_mcp_a_function_is_replaced_benchmarked_with_its_profile_and_profiled_for_free(
     tmp_path: Path,
 ) -> None:
-    settings = ServerSettings(db_path=tmp_path / "runs.db", codeopt_records=800, codeopt_repeats=3)
+    settings = ServerSettings(
+        db_path=tmp_path / "runs.db", task_dirs=[str(codeopt_folder(tmp_path / "codeopt-records", 800, 3))]
+    )
     research = Research(settings).open()
     try:
         async with Client(build_server(research), raise_exceptions=True) as client:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codeopt_rewrites import REFERENCE_SOURCE
 from escape_probes import SOURCE
 from escaped_task import registered
 from mcp import Client
@@ -31,7 +32,6 @@ from autoresearch_mcp.sandbox.identity import sandbox_user
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
 from autoresearch_mcp.server.tasks.folder import task as _folder_task  # noqa: F401  (admits its entry)
 
 pytestmark = [

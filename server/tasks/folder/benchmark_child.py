@@ -41,7 +41,7 @@ from autoresearch_mcp.server.tasks.outputs import NotPlain, first_difference, pl
 CONFINES_READS = True  # reads are confined here, once the folder is laid out (sandbox/child.py)
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # one call's output as JSON
 # The profile: sampled over whole calls for at least this long (and this many calls), then one call
-# traced line by line in the hottest function (as codeopt-records does).
+# traced line by line in the hottest function.
 PROFILE_MIN_CALLS, PROFILE_MAX_CALLS, PROFILE_SAMPLE_S = 3, 30, 0.4
 MAX_PROFILE_ROWS = 5000
 __all__ = ["read_only_paths", "readable_paths", "run_benchmark"]

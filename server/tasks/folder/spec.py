@@ -10,13 +10,13 @@ import os
 import subprocess
 import tomllib
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from autoresearch_mcp.contract.env import data_dir_path
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import JudgedBy
+from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPlan
 from autoresearch_mcp.server.tasks.folder.trust import (
     BenchmarkSection,
     EvaluateSection,
@@ -25,6 +25,11 @@ from autoresearch_mcp.server.tasks.folder.trust import (
 )
 
 SPEC_FILE = "autoresearch.toml"
+# Optional, beside it: the words the model reads, in place of those built from the toml (an AgentProfile),
+# and the scripted test double's plan (a ScriptedPlan): how the shipped tasks keep the paper's words.
+AGENT_FILE = "agent.json"
+SCRIPTED_FILE = "scripted.json"
+_Model = TypeVar("_Model", bound=BaseModel)
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
 METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.\-/]{0,63}$"
 MAX_PARAMS = 64
@@ -213,6 +218,8 @@ class TaskFolder(BaseModel):
     reads: tuple[Path, ...] = Field(description="the declared extra read paths, absolute")
     originals: tuple[tuple[str, str], ...] = Field(description="(file, source) of each `edit` file")
     hidden: tuple[Path, ...] = Field(default=(), description="[evaluate]'s reads: the evaluator's alone")
+    agent: AgentProfile | None = Field(default=None, description="agent.json: the model's words, if any")
+    scripted: ScriptedPlan | None = Field(default=None, description="scripted.json: the double's plan")
 
     def modules(self) -> frozenset[str]:
         """The names the script can import from its own folder: `prepare` for prepare.py, a package
@@ -282,7 +289,27 @@ def load_folder(folder: Path | str, store: Path | None = None) -> TaskFolder:
         hidden = hidden_reads(toml, path, spec.evaluate, spec.task.edit, reads)
         for entry, read in zip(spec.evaluate.reads, hidden, strict=True):
             _check_read(toml, entry, read, store)
-    return TaskFolder(path=path, spec=spec, reads=reads, originals=tuple(originals), hidden=hidden)
+    return TaskFolder(
+        path=path,
+        spec=spec,
+        reads=reads,
+        originals=tuple(originals),
+        hidden=hidden,
+        agent=_optional_json(path / AGENT_FILE, AgentProfile),
+        scripted=_optional_json(path / SCRIPTED_FILE, ScriptedPlan),
+    )
+
+
+def _optional_json(path: Path, model: type[_Model]) -> _Model | None:
+    """agent.json or scripted.json, if the folder has it; refused in one line when malformed."""
+    if not path.is_file():
+        return None
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        problem = exc.errors()[0] if isinstance(exc, ValidationError) else None
+        where = ".".join(str(p) for p in problem["loc"]) + ": " + problem["msg"] if problem else str(exc)
+        raise ResearchError(f"{path}: {where}", kind="bad_argument") from None
 
 
 # Run by a folder's `python` when the folder loads: a Python 3 that can run the boot the sandbox puts in

@@ -177,12 +177,16 @@ class FolderTask(Task):
         return text
 
     def agent_profile(self) -> AgentProfile:
+        if self.loaded.agent is not None:
+            return self.loaded.agent
         return profile(self.loaded.spec, self.params_model, self.editable())
 
     def log_scaled(self) -> frozenset[str]:
         return frozenset(name for name, p in self.loaded.spec.params.items() if p.log)
 
     def scripted_plan(self) -> ScriptedPlan:
+        if self.loaded.scripted is not None:
+            return self.loaded.scripted
         spec = self.loaded.spec
         prior = {
             name: (float(p.low), float(p.high))

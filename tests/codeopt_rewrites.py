@@ -1,4 +1,5 @@
-"""A catalogue of real rewrites of codeopt-records' train.py, for the scripted backend.
+"""A catalogue of real rewrites of codeopt-records' train.py: what the scripted backend plays (the
+shipped folder's scripted.json is `plan()`, written out; a test keeps the two the same).
 
 Applied cumulatively from the original train.py (`source_after(0)`), each step removes one of the
 reference's anti-patterns from one of its functions and gives a correct, faster version; the last is
@@ -10,14 +11,20 @@ order was read off profiles of each step). `WRONG_REWRITE`, a plausible-looking 
 Most of its length is program text: the catalogue is data, read in one place.
 """
 
+import shutil
 from functools import cache
+from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from autoresearch_mcp.contract.edits import apply_edits
 from autoresearch_mcp.contract.functions import functions_in, replace_function
 from autoresearch_mcp.contract.models import ScriptedPlan, ScriptedStep
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
+from autoresearch_mcp.server.tasks.registry import BUILTIN
+
+FOLDER = BUILTIN / "codeopt-records"
+REFERENCE_SOURCE = (FOLDER / "train.py").read_text()
 
 
 class Rewrite(BaseModel):
@@ -377,3 +384,46 @@ def plan() -> ScriptedPlan:
         description, search, replace = variant_edit(k)
         steps.append(ScriptedStep(description=description, edits=[(search, replace)]))
     return ScriptedPlan(steps=steps)
+
+
+def records_module():
+    """The shipped folder's records.py (its make_records makes the benchmark's inputs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("codeopt_records_inputs", FOLDER / "records.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_records(n: int, seed: int) -> list:
+    return records_module().make_records(n, seed)
+
+
+def load_reference():
+    """The slow reference as a function, compiled from the very text the candidate starts from."""
+    namespace: dict = {"__name__": "reference"}
+    exec(compile(REFERENCE_SOURCE, "reference.py", "exec"), namespace)
+    return namespace["process_records"]
+
+
+def codeopt_folder(
+    where: Path, records: int = 1500, calls: int = 3, name: str = "codeopt-records", **task: Any
+) -> Path:
+    """A copy of the shipped codeopt-records folder at `where`, its inputs `records` long and `calls`
+    timed calls (a test's size), under `name`, with `task` keys set in its [task] table. Given as a
+    task folder (task_dirs), a copy named codeopt-records runs in the shipped one's place."""
+    shutil.copytree(FOLDER, where, ignore=shutil.ignore_patterns("__pycache__"))
+    toml = (where / "autoresearch.toml").read_text()
+    toml = toml.replace('name = "codeopt-records"', f'name = "{name}"').replace(
+        "calls = 20", f"calls = {calls}"
+    )
+    extra = "".join(
+        f"{key} = {str(value).lower() if isinstance(value, bool) else value}\n" for key, value in task.items()
+    )
+    toml = toml.replace('work = "code"\n', f'work = "code"\n{extra}')
+    (where / "autoresearch.toml").write_text(toml)
+    inputs = (where / "records.py").read_text().replace("RECORDS = 10_000", f"RECORDS = {records}")
+    (where / "records.py").write_text(inputs)
+    return where

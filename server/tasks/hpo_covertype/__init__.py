@@ -1,1 +1,0 @@
-"""hpo-covertype: XGBoost hyperparameter search on Covertype (params, harness, child entry, data, agent profile)."""
