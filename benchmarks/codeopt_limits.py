@@ -1,34 +1,38 @@
 """How far can codeopt-records go, and what does the sandbox cost? Prints a Markdown report.
 
-1. Every step of the rewrite catalogue, timed in this process exactly as the harness times it (a fresh
-   input per call, gc off during the call, median after one warm-up): the last step is the fastest
-   pure-Python version we have, i.e. the practical ceiling of the speedup metric.
-2. The benchmark harness run in the sandbox against the same harness called in this process (wall time
-   and the candidate time each measures), and whole run_benchmark calls with the server's check.
+1. Every step of the rewrite catalogue (tests/codeopt_rewrites.py), timed in this process as the harness
+   times each call (a fresh input per call, gc off during the call, median after one warm-up): the last
+   step is the fastest pure-Python version we have, i.e. the practical ceiling of the speedup metric.
+2. Whole run_benchmark calls through the server's trusted benchmark path (a sized copy of the shipped
+   folder, given as a task folder, as `serve --task-dir` would): the reference and the fastest rewrite,
+   each timed beside the original in the sandboxed harness, with the wall time of the call.
+
+--records sets the copy's RECORDS (records.py), --repeats its `calls` ([benchmark]), --rounds how many
+runs part 2 makes. The harness confines the process it runs in and forks every call, so it no longer
+runs unsandboxed in this process or a plain child: part 2 has no such columns (benchmarks/codeopt_limits.md
+holds the last table that had them, from the harness before task folders).
 
 Usage: python benchmarks/codeopt_limits.py [--records 10000] [--repeats 20] [--rounds 5] > benchmarks/codeopt_limits.md
 """
 
 import argparse
 import gc
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from autoresearch_mcp.sandbox import sealed
+from autoresearch_mcp.contract.models import Experiment
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
-from autoresearch_mcp.server.tasks.base import ExecContext, NoParams
-from autoresearch_mcp.server.tasks.codeopt_records import child as codeopt_child
-from autoresearch_mcp.server.tasks.codeopt_records.records import (
-    make_records,
-)
-from autoresearch_mcp.server.tasks.codeopt_records.rewrites import REWRITES, source_after
-from autoresearch_mcp.server.tasks.codeopt_records.task import ENTRY, CodeOptTask
+from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.settings import ServerSettings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the catalogue of rewrites
+from codeopt_rewrites import REWRITES, codeopt_folder, make_records, source_after
 
 
 def load(source: str) -> Any:
@@ -71,107 +75,65 @@ def catalogue(n: int, repeats: int) -> list[str]:
     return lines
 
 
-# The same harness in a plain child process: no namespaces, Landlock or limits, so that the difference
-# to the sandbox is the isolation alone (a fresh process also has a smaller heap than this one).
-_PLAIN = (
-    "import json, statistics, sys\n"
-    "from autoresearch_mcp.sandbox import sealed\n"
-    "from autoresearch_mcp.server.tasks.codeopt_records.child import run_benchmark\n"
-    "payload = json.load(sys.stdin)\n"
-    "sealed.open_feed(sealed.pipe_with(payload.pop('seeds')))\n"
-    "print(json.dumps(statistics.median(run_benchmark(payload)['times_ms'][1:])))\n"
-)
-
-
-def _timed(kind: str, payload: dict[str, Any], seeds: list[int], limits: Limits) -> tuple[float, float]:
+def benchmark(service: Research, run_id: str, source: str, description: str) -> tuple[Experiment, float]:
+    service.train_py.modify_train_py(run_id, description, source, None)
     start = time.perf_counter()
-    if kind == "sandboxed":
-        result = run_sandboxed(ENTRY, payload, limits, sealed=seeds)
-        assert result.status == "ok" and result.result is not None, result.output_tail
-        measured = statistics.median(result.result["times_ms"][1:])
-    elif kind == "plain child":
-        done = subprocess.run(
-            [sys.executable, "-I", "-c", _PLAIN],
-            input=json.dumps({**payload, "seeds": seeds}),
-            capture_output=True,
-            text=True,
-        )
-        measured = float(done.stdout)
-    else:
-        sealed.open_feed(sealed.pipe_with(seeds))
-        measured = statistics.median(codeopt_child.run_benchmark(payload)["times_ms"][1:])
-    return (time.perf_counter() - start) * 1000, measured
+    experiment = service.experiments.run_benchmark(run_id).experiment
+    wall = (time.perf_counter() - start) * 1000
+    assert experiment.status == "ok", experiment.error_tail
+    return experiment, wall
 
 
 def overhead(n: int, repeats: int, rounds: int) -> list[str]:
-    """The harness in the sandbox, in a plain child process and in this process, interleaved so that the
-    machine's background load falls on all alike; then whole benchmark calls (with the server's check)."""
-    limits = Limits.model_validate(CodeOptTask({}).options()["limits"])
-    kinds = ("sandboxed", "plain child", "in process")
-    rows = []
-    for label, source in (("reference", source_after(0)), ("fastest rewrite", source_after(len(REWRITES)))):
-        walls: dict[str, list[float]] = {kind: [] for kind in kinds}
-        measured: dict[str, list[float]] = {kind: [] for kind in kinds}
+    """Whole run_benchmark calls on a sized copy of the folder, one fresh run per round: the reference
+    (the run's first benchmark), then the fastest rewrite, then the reference again (a later call)."""
+    versions = {
+        "reference, first of a run": source_after(0),
+        "fastest rewrite": source_after(len(REWRITES)),
+        "reference, later": source_after(0),
+    }
+    walls: dict[str, list[float]] = {label: [] for label in versions}
+    measured: dict[str, list[tuple[float, float, float]]] = {label: [] for label in versions}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = codeopt_folder(Path(tmp) / "codeopt-records", records=n, calls=repeats)
+        settings = ServerSettings(db_path=Path(tmp) / "runs.db", task_dirs=[str(folder)])
+        service = Research(settings).open()
         for round_ in range(rounds):
-            seeds = list(range(7000 + 100 * round_, 7000 + 100 * round_ + repeats + 1))
-            for kind in kinds:
-                payload = {"source": source, "n_records": n, "calls": len(seeds)}
-                wall, ms = _timed(kind, payload, seeds, limits)
-                walls[kind].append(wall)
-                measured[kind].append(ms)
-        wall = {kind: statistics.median(walls[kind]) for kind in kinds}
+            run_id = service.runs.start_run("codeopt-records", 3, None, round_, "codeopt limits")[0].id
+            for label, source in versions.items():
+                experiment, wall = benchmark(service, run_id, source + f"# round {round_}\n", label)
+                walls[label].append(wall)
+                m = experiment.metrics
+                measured[label].append((m["time_ms"], m["baseline_ms"], m["speedup"]))
+        isolation = run_sandboxed(
+            "autoresearch_mcp.sandbox.script:run_script", {"source": "x = 1"}, Limits()
+        ).isolation
+        starts = []
+        for _ in range(10):
+            start = time.perf_counter()
+            run_sandboxed("autoresearch_mcp.sandbox.script:run_script", {"source": "x = 1"}, Limits())
+            starts.append((time.perf_counter() - start) * 1000)
+    rows = []
+    for label in versions:
+        ms, base, speedup = (statistics.median(column) for column in zip(*measured[label], strict=True))
         rows.append(
-            f"| {label} | {wall['sandboxed']:.0f} | {wall['plain child']:.0f} | {wall['in process']:.0f} | "
-            f"{wall['sandboxed'] - wall['plain child']:+.0f} | {wall['sandboxed'] - wall['in process']:+.0f} | "
-            + " | ".join(f"{statistics.median(measured[kind]):.2f}" for kind in kinds)
-            + " |"
+            f"| {label} | {statistics.median(walls[label]):.0f} | {ms:.2f} | {base:.2f} | {speedup:.2f}x |"
         )
-    task = CodeOptTask({"codeopt_records": n, "codeopt_repeats": repeats})
-    options = task.options()
-    calls = []
-    for iteration in range(1, rounds + 1):
-        start = time.perf_counter()
-        outcome = task.execute(
-            NoParams(),
-            source_after(0),
-            ExecContext(run_id="r-b", seed=1, iteration=iteration, options=options),
-        )
-        calls.append((time.perf_counter() - start) * 1000)
-        assert outcome.status == "ok", outcome.error_tail
-        if iteration == 1:
-            first_call = calls.pop()
-            options.update(outcome.state_update)
-    starts = []
-    for _ in range(10):
-        start = time.perf_counter()
-        run_sandboxed("autoresearch_mcp.sandbox.script:run_script", {"source": "x = 1"}, Limits())
-        starts.append((time.perf_counter() - start) * 1000)
     return [
-        f"## 2. The benchmark harness: sandboxed vs plain child vs in process (medians of {rounds} "
-        "interleaved rounds)",
+        f"## 2. Whole run_benchmark calls through the trusted benchmark path (medians of {rounds} runs)",
         "",
-        f"One harness run = {repeats + 1} calls of the candidate, each on a fresh {n}-record input "
-        "(generated untimed, in a fresh fork of the harness per call), outputs copied out. Wall times in "
-        "ms; time_ms is what the harness measured (median call: from the fork's ready stamp to the "
-        "kernel's send stamp of the copied output).",
+        f"One call = {repeats + 1} calls of the candidate and of the original beside it (and of the best "
+        f"when it is neither), each on a fresh {n}-record input made in a fresh fork, outputs checked "
+        "against the original's; the first of a version is profiled too. Wall: the whole run_benchmark "
+        "in ms; time_ms and baseline_ms: the harness's median call of the candidate and the original.",
         "",
-        "| candidate | sandboxed | plain child | in process | sandbox - plain child | sandbox - in process | "
-        "time_ms sandboxed | time_ms plain child | time_ms in process |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| candidate | wall (ms) | time_ms | baseline_ms | speedup |",
+        "|---|---:|---:|---:|---:|",
         *rows,
         "",
         f"Starting and ending one empty sandboxed run: {statistics.median(starts):.0f} ms (median of 10).",
-        f"A whole run_benchmark of the reference (CodeOptTask.execute: sandboxed harness + the server's "
-        f"check of all {repeats + 1} outputs, the reference timed beside it): first of a run, "
-        f"{first_call:.0f} ms; later ones {statistics.median(calls):.0f} ms (median of {len(calls)}).",
-        f"Sandbox isolation here: {'; '.join(first_isolation())}.",
+        f"Sandbox isolation here: {'; '.join(isolation)}.",
     ]
-
-
-def first_isolation() -> list[str]:
-    return run_sandboxed(
-        "autoresearch_mcp.sandbox.script:run_script", {"source": "x = 1"}, Limits()
-    ).isolation
 
 
 def main() -> None:

@@ -8,6 +8,9 @@ load on the machine falls on both alike; each interpreter measures, with its own
 - a later run_benchmark, of the reference against a best that is not the reference (main: candidate and
   best; now candidate, reference and best);
 - with --hpo, one small hpo-covertype training (10 trees of depth 2 on the 2,000-row fixture).
+Both go through the version's RunService and the shipped task folders (a copy of codeopt-records sized
+by --records and --repeats), so the other checkout must have them too (421e464 or later); against an
+older one, run this script as of 5f57a06 (the plugin tasks).
 
 Usage (the other checkout installed in its own environment, e.g. main at /tmp/main-venv):
     python benchmarks/sandbox_overhead.py --other /tmp/main-venv/bin/python --rounds 7 --hpo \
@@ -35,48 +38,51 @@ MEASURES = {
 
 
 def measure(records: int, repeats: int, hpo: bool) -> dict[str, float]:
-    """In the interpreter of one version: wall times in ms."""
+    """In the interpreter of one version, through its RunService as a server runs it: wall times in ms."""
     import tempfile
 
     from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
-    from autoresearch_mcp.server.tasks.base import ExecContext, NoParams
-    from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE
-    from autoresearch_mcp.server.tasks.codeopt_records.rewrites import source_after
-    from autoresearch_mcp.server.tasks.codeopt_records.task import CodeOptTask
+    from autoresearch_mcp.server.research import Research
+    from autoresearch_mcp.server.settings import ServerSettings
+
+    sys.path.insert(0, str(ROOT / "tests"))  # the catalogue of rewrites, and the sized folder copy
+    from codeopt_rewrites import REFERENCE_SOURCE, codeopt_folder, source_after
 
     found: dict[str, float] = {}
-    empty = []
-    for _ in range(5):
-        start = time.perf_counter()
-        run_sandboxed("autoresearch_mcp.sandbox.script:run_script", {"source": "x = 1"}, Limits())
-        empty.append((time.perf_counter() - start) * 1000)
-    found["empty"] = statistics.median(empty)
-    task = CodeOptTask({"codeopt_records": records, "codeopt_repeats": repeats})
-    options = task.options()
-    start = time.perf_counter()
-    first = task.execute(
-        NoParams(), REFERENCE_SOURCE, ExecContext(run_id="r-o", seed=1, iteration=1, options=options)
-    )
-    found["first"] = (time.perf_counter() - start) * 1000
-    assert first.status == "ok", first.error_tail
-    options.update(first.state_update)  # main kept the baseline it timed; now there is none to keep
-    ctx = ExecContext(
-        run_id="r-o", seed=1, iteration=2, options=options, best_iteration=1, best_source=source_after(3)
-    )
-    start = time.perf_counter()
-    later = task.execute(NoParams(), REFERENCE_SOURCE, ctx)
-    found["later"] = (time.perf_counter() - start) * 1000
-    assert later.status == "ok", later.error_tail
-    if hpo:
-        from autoresearch_mcp.server.tasks.hpo_covertype.task import HPOCovertypeTask, HPOParams
-
-        with tempfile.TemporaryDirectory():
-            spec = HPOCovertypeTask({"covtype_path": str(FIXTURE), "hpo_threads": 2, "hpo_wall_s": 600})
-            ctx = ExecContext(run_id="r-h", seed=42, iteration=1, options=spec.options())
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = codeopt_folder(Path(tmp) / "codeopt-records", records=records, calls=repeats)
+        settings = ServerSettings(
+            db_path=Path(tmp) / "runs.db",
+            task_dirs=[str(folder)],
+            covtype_path=str(FIXTURE),
+            hpo_threads=2,
+            hpo_wall_s=600,
+        )
+        service = Research(settings).open()
+        empty = []
+        for _ in range(5):
             start = time.perf_counter()
-            trained = spec.execute(HPOParams(n_estimators=10, max_depth=2), spec.initial_artifact(), ctx)
+            run_sandboxed("autoresearch_mcp.sandbox.script:run_script", {"source": "x = 1"}, Limits())
+            empty.append((time.perf_counter() - start) * 1000)
+        found["empty"] = statistics.median(empty)
+
+        def timed(run_id: str, source: str) -> float:
+            service.train_py.modify_train_py(run_id, "sandbox overhead", source, None)
+            start = time.perf_counter()
+            experiment = service.experiments.run_benchmark(run_id).experiment
+            assert experiment.status == "ok", experiment.error_tail
+            return (time.perf_counter() - start) * 1000
+
+        run_id = service.runs.start_run("codeopt-records", 3, None, 1, "sandbox overhead")[0].id
+        found["first"] = timed(run_id, REFERENCE_SOURCE + "# the first\n")
+        timed(run_id, source_after(3))  # the best, which the later benchmark times beside it
+        found["later"] = timed(run_id, REFERENCE_SOURCE + "# a later one\n")
+        if hpo:
+            run_id = service.runs.start_run("hpo-covertype", 1, None, 42, "sandbox overhead")[0].id
+            start = time.perf_counter()
+            trained = service.experiments.run_experiment(run_id, {"n_estimators": 10, "max_depth": 2}, None)
             found["hpo"] = (time.perf_counter() - start) * 1000
-            assert trained.status == "ok", trained.error_tail
+            assert trained.experiment.status == "ok", trained.experiment.error_tail
     return found
 
 
