@@ -8,6 +8,9 @@ tests/escape_probes.py), as root, e.g. main at 7488d57 in a worktree beside this
     git worktree add /tmp/main-old 7488d57 && python3 -m venv /tmp/old-venv   # + the deps, main editable
     cd /tmp && /tmp/old-venv/bin/python /work/main/benchmarks/issue46_on_main.py
 
+This script needs a checkout with the shipped task folders (421e464 or later); against an older one, such
+as 7488d57 above, run the script as of fdd7e13 (`git show fdd7e13:benchmarks/issue46_on_main.py`).
+
 What it leaves behind where a break holds (a key in root's keyring, System V objects in the host's IPC
 namespace) it removes at the end.
 """
@@ -34,8 +37,17 @@ import sys  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 
+from autoresearch_mcp.server.tasks import registry  # noqa: E402
+
+if not hasattr(registry, "BUILTIN"):  # the payloads' codeopt-records is the shipped folder
+    sys.exit(
+        f"{registry.__file__} predates the shipped task folders (421e464): against it, run this script as "
+        "of fdd7e13: git show fdd7e13:benchmarks/issue46_on_main.py > /tmp/issue46_on_main.py"
+    )
+
 import httpx2  # noqa: E402
 import uvicorn  # noqa: E402
+from codeopt_rewrites import REFERENCE_SOURCE  # noqa: E402
 from escape_probes import SOURCE  # noqa: E402
 from escaped_task import registered  # noqa: E402
 from mcp import Client, MCPError  # noqa: E402
@@ -50,7 +62,6 @@ from autoresearch_mcp.server.http import build_http_app, uvicorn_config  # noqa:
 from autoresearch_mcp.server.research import Research  # noqa: E402
 from autoresearch_mcp.server.settings import ServerSettings  # noqa: E402
 from autoresearch_mcp.server.tasks.base import ExecContext  # noqa: E402
-from autoresearch_mcp.server.tasks.codeopt_records.records import REFERENCE_SOURCE  # noqa: E402
 from autoresearch_mcp.server.tasks.folder.task import folder_task_class  # noqa: E402
 
 TOKEN = "issue46-token-0123456789"
@@ -278,9 +289,9 @@ async def main() -> None:
     other = EvaluationCgroup(support, 64 * 2**20, 8) if support.version else None
     cgroup = os.path.dirname(other.candidate_spec()["procs"][0]) if other else ""
     os.environ["AUTORESEARCH_DATA_DIR"] = str(root / "data")
-    settings = ServerSettings(db_path=root / "runs.db", codeopt_records=1500, codeopt_repeats=3)
+    settings = ServerSettings(db_path=root / "runs.db")
     try:
-        with registered():
+        with registered(records=1500, calls=3):
             await candidates(settings, str(canary), cgroup, key)
         await scripts(settings, root / "folders", str(canary), cgroup, key + 1)
         print(f"3 the canary after them: {oct(canary.stat().st_mode & 0o7777)}")

@@ -8,6 +8,10 @@ the payloads are read from this checkout's test file), e.g. main at dcf55fd:
     /tmp/main-venv/bin/pip install -e "/tmp/main-src[dev]"
     /tmp/main-venv/bin/python benchmarks/reproductions_on_main.py
 
+It reads the payloads of the test file as of fdd7e13 or earlier (421e464 turned codeopt-records into a task
+folder and dropped reproduction 1's payloads): run it from such a checkout; from a later one it stops at
+once and says so.
+
 2 and 3 run with the Python layers off the way that checkout allows: its codeopt harness entry swapped for
 tests/escaped_entry.py (real builtins and modules) and no guard.
 """
@@ -21,6 +25,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+
+if "# -- 1." not in (ROOT / "tests" / "server" / "test_boundary_through_mcp.py").read_text():
+    sys.exit(
+        "reproductions_on_main.py needs the checkout of fdd7e13 or earlier (421e464 removed the codeopt plugin "
+        "task and reproduction 1's payloads): git worktree add /tmp/repro fdd7e13, then run "
+        "/tmp/repro/benchmarks/reproductions_on_main.py with dcf55fd's Python, as its .md says"
+    )
 
 from mcp import Client  # noqa: E402
 
