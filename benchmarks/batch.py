@@ -25,8 +25,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-ROOT = Path(__file__).resolve().parents[1]
-COVTYPE_20K = ROOT / "server" / "tasks" / "hpo_covertype" / "covtype_sample" / "covtype_20k.csv.gz"
+from autoresearch_mcp.server.tasks.covertype import SAMPLE
+from autoresearch_mcp.server.tasks.registry import BUILTIN
+
+COVTYPE_20K = BUILTIN / "hpo-covertype" / SAMPLE  # the shipped sample
 SETUPS = {"sequential": ("1", "1"), "batch": ("4", "2")}  # name -> (--batch, --workers)
 _BEST = re.compile(r"^best \S+ (-?\d+(?:\.\d+)?) at #", re.MULTILINE)
 _EXPERIMENTS = re.compile(r"^(\d+) experiments, (\d+) LLM calls", re.MULTILINE)

@@ -9,7 +9,8 @@ tests/escape_probes.py), as root, e.g. main at 7488d57 in a worktree beside this
     cd /tmp && /tmp/old-venv/bin/python /work/main/benchmarks/issue46_on_main.py
 
 This script needs a checkout with the shipped task folders (421e464 or later); against an older one, such
-as 7488d57 above, run the script as of fdd7e13 (`git show fdd7e13:benchmarks/issue46_on_main.py`).
+as 7488d57 above, run the script of a checkout of fdd7e13 (`git worktree add /tmp/at-fdd7e13 fdd7e13`, then
+/tmp/at-fdd7e13/benchmarks/issue46_on_main.py: it reads the payloads beside it).
 
 What it leaves behind where a break holds (a key in root's keyring, System V objects in the host's IPC
 namespace) it removes at the end.
@@ -42,7 +43,8 @@ from autoresearch_mcp.server.tasks import registry  # noqa: E402
 if not hasattr(registry, "BUILTIN"):  # the payloads' codeopt-records is the shipped folder
     sys.exit(
         f"{registry.__file__} predates the shipped task folders (421e464): against it, run this script as "
-        "of fdd7e13: git show fdd7e13:benchmarks/issue46_on_main.py > /tmp/issue46_on_main.py"
+        "of fdd7e13: git worktree add /tmp/at-fdd7e13 fdd7e13, then run "
+        "/tmp/at-fdd7e13/benchmarks/issue46_on_main.py"
     )
 
 import httpx2  # noqa: E402

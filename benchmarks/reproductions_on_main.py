@@ -2,15 +2,14 @@
 checks, with the same payloads, through the same MCP tools, printed instead of asserted.
 
 Run it with the Python of the other checkout's environment (its `autoresearch_mcp` is the one measured;
-the payloads are read from this checkout's test file), e.g. main at dcf55fd:
+the payloads are read from the test file beside this script), e.g. main at dcf55fd, from a checkout of
+a6f24f2, which ran it so (421e464 turned codeopt-records into a task folder and dropped reproduction 1's
+payloads; from a later checkout the script stops at once and says so):
 
     git archive dcf55fd | tar -x -C /tmp/main-src && python3 -m venv /tmp/main-venv
     /tmp/main-venv/bin/pip install -e "/tmp/main-src[dev]"
-    /tmp/main-venv/bin/python benchmarks/reproductions_on_main.py
-
-It reads the payloads of the test file as of fdd7e13 or earlier (421e464 turned codeopt-records into a task
-folder and dropped reproduction 1's payloads): run it from such a checkout; from a later one it stops at
-once and says so.
+    git worktree add /tmp/at-a6f24f2 a6f24f2
+    cd /tmp && /tmp/main-venv/bin/python /tmp/at-a6f24f2/benchmarks/reproductions_on_main.py
 
 2 and 3 run with the Python layers off the way that checkout allows: its codeopt harness entry swapped for
 tests/escaped_entry.py (real builtins and modules) and no guard.
@@ -28,9 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 if "# -- 1." not in (ROOT / "tests" / "server" / "test_boundary_through_mcp.py").read_text():
     sys.exit(
-        "reproductions_on_main.py needs the checkout of fdd7e13 or earlier (421e464 removed the codeopt plugin "
-        "task and reproduction 1's payloads): git worktree add /tmp/repro fdd7e13, then run "
-        "/tmp/repro/benchmarks/reproductions_on_main.py with dcf55fd's Python, as its .md says"
+        "reproductions_on_main.py needs the checkout of a6f24f2, which ran it (421e464 removed the codeopt "
+        "plugin task and reproduction 1's payloads): git worktree add /tmp/at-a6f24f2 a6f24f2, then run "
+        "/tmp/at-a6f24f2/benchmarks/reproductions_on_main.py with dcf55fd's Python, as its .md says"
     )
 
 from mcp import Client  # noqa: E402
