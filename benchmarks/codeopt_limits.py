@@ -138,9 +138,13 @@ def overhead(n: int, repeats: int, rounds: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--records", type=int, default=10_000, help="records per input (the copy's RECORDS)")
+    parser.add_argument(
+        "--repeats", type=int, default=20, help="timed calls per measurement (the copy's [benchmark] calls)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="part 2: runs, each benchmarking three versions"
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     lines = [
