@@ -7,6 +7,7 @@ from typing import Any
 from autoresearch_mcp.client.llm.base import ToolSpec
 from autoresearch_mcp.contract.focus import focused_tool, nested
 from autoresearch_mcp.contract.models import TaskInfo
+from autoresearch_mcp.contract.tools import TOOLS
 
 
 def agent_tools(mcp_tools: list[Any], task: TaskInfo) -> list[ToolSpec]:
@@ -18,7 +19,7 @@ def agent_tools(mcp_tools: list[Any], task: TaskInfo) -> list[ToolSpec]:
         if tool is None:
             continue
         description, schema = focused_tool(
-            name, tool.input_schema, tool.description, task.agent, task.params_schema
+            name, contract_schema(name, tool.input_schema), tool.description, task.agent, task.params_schema
         )
         # Flattened here: the server's tool takes them nested (a focused server nests them itself).
         flat = "params" in tool.input_schema.get("properties", {}) and "params" not in schema.get(
@@ -29,6 +30,16 @@ def agent_tools(mcp_tools: list[Any], task: TaskInfo) -> list[ToolSpec]:
         )
         specs.append(spec)
     return specs
+
+
+def contract_schema(name: str, listed: dict[str, Any]) -> dict[str, Any]:
+    """Tool `name`'s arguments in the contract's own words, which the small-model profile was written
+    for: a host's listing shortens them (server/tools/catalogue.py). A tool outside the contract: as
+    listed."""
+    tool = TOOLS.get(name)  # type: ignore[call-overload]
+    if tool is None:
+        return listed
+    return {"type": "object", **tool.arguments.model_json_schema()}
 
 
 def server_arguments(spec: ToolSpec | None, arguments: dict[str, Any]) -> dict[str, Any]:

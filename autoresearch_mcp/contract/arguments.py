@@ -53,12 +53,18 @@ RunId = Annotated[
 ]
 Params = Annotated[
     dict[str, Any],
-    Field(description="the task's params, all in this one object"),
+    Field(
+        description="the task's parameters, all inside this one object (the run's task decides which"
+        " apply; unknown keys are refused)"
+    ),
 ]
-NoteText = Annotated[str | None, Field(max_length=2000)]
+NoteText = Annotated[str | None, Field(max_length=2000, description="why this experiment")]
 Base = Annotated[
     ParamsBase,
-    Field(description="what params left out take"),
+    Field(
+        description='what the params you leave out take: "defaults" (the task\'s), or "best" (the best '
+        "experiment's values, so you send only what you change)"
+    ),
 ]
 
 
@@ -79,26 +85,32 @@ class Arguments(BaseModel, Generic[R]):
 class StartRunArgs(Arguments[StartedRun]):
     # The schema lists the known names (the server adds them as an enum), but the run logic checks the
     # name: a Literal made the SDK answer an unknown task with its validation dump, not `unknown_task`.
-    task: Annotated[str, Field(min_length=1, max_length=100)]
-    budget: Annotated[int, Field(ge=1, le=MAX_BUDGET, description="experiments it may record")] = 15
+    task: Annotated[str, Field(min_length=1, max_length=100, description="which task to run")]
+    budget: Annotated[
+        int, Field(ge=1, le=MAX_BUDGET, description="experiments the run may record (refusals are free)")
+    ] = 15
     target: Annotated[
         float | None,
-        Field(allow_inf_nan=False, description="converge at this metric"),
+        Field(allow_inf_nan=False, description="the run converges when the metric reaches this"),
     ] = None
     seed: Annotated[
         int,
         Field(
             ge=0,
             le=MAX_SEED,
+            description="the run's seed (given to train.py, e.g. as the model's random_state)",
         ),
     ] = 42
-    name: Annotated[str | None, Field(max_length=100)] = None
+    name: Annotated[
+        str | None, Field(max_length=100, description="a label for people, e.g. who started it and why")
+    ] = None
     reeval_seeds: Annotated[
         int,
         Field(
             ge=0,
             le=MAX_REEVAL_SEEDS,
-            description="re-measure a would-be best on N more seeds",
+            description="re-run a would-be new best on this many more seeds (each costs budget) and "
+            "keep it only if the mean beats the best's; 0 = off",
         ),
     ] = 0
     from_run: Annotated[
@@ -106,7 +118,9 @@ class StartRunArgs(Arguments[StartedRun]):
         Field(
             min_length=1,
             max_length=64,
-            description='a run to continue (or "latest")',
+            description='an earlier run of the same task to continue from (its id, or "latest"): its '
+            "best is measured again as this run's experiment #1 (one unit of budget), and the summary "
+            "shows its best, strategy notes and failed approaches",
         ),
     ] = None
     llm: Annotated[
@@ -114,18 +128,22 @@ class StartRunArgs(Arguments[StartedRun]):
         Field(
             min_length=1,
             max_length=100,
+            description="who proposes the experiments, recorded for people reading the run later (e.g."
+            " 'anthropic:claude-haiku-4-5'; 'scripted' marks the deterministic test double)",
         ),
     ] = None
     suggest: Annotated[
         Literal["tpe"] | None,
         Field(
-            description="a summary line with Optuna TPE's next params",
+            description="params work: an optimiser's next configuration, one summary line each turn "
+            "('optimiser suggests: ...'), to take, change or ignore; 'tpe' = Optuna's TPE fed the run's "
+            "history; none by default",
         ),
     ] = None
 
 
 class ListRunsArgs(Arguments[RunList]):
-    status: RunStatus | None = None
+    status: Annotated[RunStatus | None, Field(description="only runs with this status")] = None
 
 
 class GetRunSummaryArgs(Arguments[SummaryText]):
@@ -133,13 +151,13 @@ class GetRunSummaryArgs(Arguments[SummaryText]):
 
 
 class AddNoteArgs(Arguments[Note]):
-    text: Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS)]
-    kind: NoteKind = "strategy"
+    text: Annotated[str, Field(min_length=1, max_length=MAX_NOTE_CHARS, description="the note")]
+    kind: Annotated[NoteKind, Field(description="a plan, or an approach that failed")] = "strategy"
     run_id: RunId = None
 
 
 class FinishRunArgs(Arguments[SummaryText]):
-    reason: Annotated[str, Field(min_length=1, max_length=500)]
+    reason: Annotated[str, Field(min_length=1, max_length=500, description="why the run ends")]
     run_id: RunId = None
 
 
@@ -154,7 +172,10 @@ class ExperimentArgs(BaseModel):
 
 Remeasure = Annotated[
     bool,
-    Field(description="measure a repeat again (timed tasks)"),
+    Field(
+        description="on a timed task, measure an exact repeat of an earlier experiment again, for "
+        "another sample (charged to the budget like any experiment)"
+    ),
 ]
 
 
@@ -171,11 +192,13 @@ class GetExperimentHistoryArgs(Arguments[HistoryPage]):
     run_id: RunId = None
     last: Annotated[
         int | None,
-        Field(ge=1, le=HISTORY_MAX, description="the N most recent"),
+        Field(ge=1, le=HISTORY_MAX, description=f"only the most recent N (at most {HISTORY_MAX})"),
     ] = None
-    offset: Annotated[int, Field(ge=0, le=1_000_000_000)] = 0
-    order: Annotated[Literal["iteration", "metric"], Field(description="metric: best first")] = "iteration"
-    status: ExperimentStatus | None = None
+    offset: Annotated[int, Field(ge=0, le=1_000_000_000, description="skip this many")] = 0
+    order: Annotated[Literal["iteration", "metric"], Field(description="iteration order, or best first")] = (
+        "iteration"
+    )
+    status: Annotated[ExperimentStatus | None, Field(description="only this status")] = None
 
 
 class GetCurrentTrainPyArgs(Arguments[ArtifactInfo]):
@@ -184,16 +207,20 @@ class GetCurrentTrainPyArgs(Arguments[ArtifactInfo]):
 
 class Edit(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    search: str = Field(min_length=1, max_length=20_000, description="exact text, found once")
+    search: str = Field(min_length=1, max_length=20_000, description="exact text, occurring once in train.py")
     replace: str = Field(max_length=20_000, description="its replacement")
 
 
 class ModifyTrainPyArgs(Arguments[ArtifactInfo]):
-    description: Annotated[str, Field(min_length=1, max_length=500, description="what and why, one line")]
-    source: Annotated[str | None, Field(max_length=200_000, description="the whole new file")] = None
+    description: Annotated[
+        str, Field(min_length=1, max_length=500, description="what the change does and why, one line")
+    ]
+    source: Annotated[
+        str | None, Field(max_length=200_000, description="the whole new file (or give edits)")
+    ] = None
     edits: Annotated[
         list[Edit] | None,
-        Field(max_length=50, description="applied in order"),
+        Field(max_length=50, description="search/replace edits applied in order (or give source)"),
     ] = None
     run_id: RunId = None
 
@@ -205,10 +232,12 @@ class ReplaceFunctionArgs(Arguments[ArtifactInfo]):
         Field(
             min_length=1,
             max_length=100_000,
-            description="its whole new def (imports above it go to the top)",
+            description="its new def, same name and parameters (imports before it go to the top)",
         ),
     ]
-    description: Annotated[str | None, Field(max_length=500, description="what and why, one line")] = None
+    description: Annotated[
+        str | None, Field(max_length=500, description="what the change does and why, one line")
+    ] = None
     run_id: RunId = None
 
 
@@ -217,7 +246,7 @@ class ProfileTrainPyArgs(Arguments[ProfileResult]):
 
 
 class RevertTrainPyArgs(Arguments[ArtifactInfo]):
-    version: Annotated[int, Field(ge=1, le=1_000_000, description="1 = the original")]
+    version: Annotated[int, Field(ge=1, le=1_000_000, description="the version to restore; 1 = the original")]
     run_id: RunId = None
 
 
@@ -226,10 +255,12 @@ class SubmitTrainingJobArgs(ExperimentArgs, Arguments[JobInfo]):
 
 
 class GetJobArgs(Arguments[JobInfo]):
-    job_id: Annotated[str, Field(min_length=1, max_length=64)]
-    wait_seconds: Annotated[float, Field(ge=0, le=600)] = 0
+    job_id: Annotated[str, Field(min_length=1, max_length=64, description="from submit_training_job")]
+    wait_seconds: Annotated[
+        float, Field(ge=0, le=600, description="wait up to this long for the job to end")
+    ] = 0
 
 
 class QueryResultsArgs(Arguments[QueryResult]):
-    sql: Annotated[str, Field(min_length=1, max_length=20_000)]
-    max_rows: Annotated[int, Field(ge=1, le=MAX_QUERY_ROWS)] = 200
+    sql: Annotated[str, Field(min_length=1, max_length=20_000, description="one SELECT statement")]
+    max_rows: Annotated[int, Field(ge=1, le=MAX_QUERY_ROWS, description="rows to return at most")] = 200

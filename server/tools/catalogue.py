@@ -34,6 +34,40 @@ SANITY_BOUNDS = {"minimum", "maximum", "maxItems"}
 # The defaults a model plans with; the others are what it would assume (the first page, the only
 # seed), and a call that needs another value names it.
 DEFAULTS_SHOWN = {"budget", "base"}
+# An argument's words as a host's model reads them, every turn: shorter than the contract's (which the
+# bundled agent's small model reads, as its committed runs did), or none where the name says it (None).
+HOST_WORDS: dict[str, str | None] = {
+    "task": None,
+    "budget": "experiments it may record",
+    "target": "converge at this metric",
+    "seed": None,
+    "name": None,
+    "reeval_seeds": "re-measure a would-be best on N more seeds",
+    "from_run": 'a run to continue (or "latest")',
+    "llm": None,
+    "suggest": "a summary line with Optuna TPE's next params",
+    "status": None,
+    "text": None,
+    "kind": None,
+    "reason": None,
+    "note": None,
+    "base": "what params left out take",
+    "remeasure": "measure a repeat again (timed tasks; costs budget)",
+    "last": "the N most recent",
+    "offset": None,
+    "order": "metric: best first",
+    "search": "exact text, found once",
+    "replace": "its replacement",
+    "description": "what and why, one line",
+    "source": "the whole new file",
+    "edits": "applied in order",
+    "code": "its whole new def (imports above it go to the top)",
+    "version": "1 = the original",
+    "job_id": None,
+    "wait_seconds": None,
+    "sql": None,
+    "max_rows": None,
+}
 # The tools a task of one kind never uses: listed once a connection's run is of that kind.
 UNUSED = {
     "params": {ToolName.RUN_BENCHMARK, ToolName.REPLACE_FUNCTION, ToolName.PROFILE_TRAIN_PY},
@@ -57,6 +91,10 @@ def listed_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _listed_argument(name: str, prop: dict[str, Any]) -> dict[str, Any]:
     listed = {key: value for key, value in prop.items() if key not in SANITY_BOUNDS}
+    if name in HOST_WORDS:
+        listed.pop("description", None)
+        if HOST_WORDS[name] is not None:
+            listed["description"] = HOST_WORDS[name]
     if "enum" in listed or "const" in listed:  # the choices say the type
         listed.pop("type", None)
     if name not in DEFAULTS_SHOWN:
@@ -64,6 +102,11 @@ def _listed_argument(name: str, prop: dict[str, Any]) -> dict[str, Any]:
     items = listed.get("items")
     if isinstance(items, dict):
         listed["items"] = {key: value for key, value in items.items() if key != "additionalProperties"}
+        inner = listed["items"].get("properties")
+        if isinstance(inner, dict):  # an edit's search and replace
+            listed["items"]["properties"] = {
+                key: _listed_argument(key, value) for key, value in inner.items()
+            }
     return listed
 
 
