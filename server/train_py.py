@@ -19,6 +19,12 @@ from autoresearch_mcp.server.store import RunRef
 from autoresearch_mcp.server.tasks.base import ExecContext
 from autoresearch_mcp.server.text import check_text
 
+SCRIPT_JUDGED = (
+    "edit rejected, train.py unchanged: this task's metric is printed by its own script (params work "
+    "without [evaluate]), so its files are not edited; change params, or declare [evaluate] in its "
+    "autoresearch.toml to let the code change"
+)
+
 
 class TrainPyService:
     def __init__(self, experiments: ExperimentService) -> None:
@@ -110,7 +116,10 @@ class TrainPyService:
         refuse = self.experiments.refuse
         if new_source == current.source:
             raise refuse(record.id, tool, self._no_change(record.id, current.version), "no_change")
-        problems = self.experiments.tasks(record.task).check_artifact(new_source)
+        task = self.experiments.tasks(record.task)
+        if task.judged_by == "script":  # its metric is what the script prints: an edit could print any
+            raise refuse(record.id, tool, SCRIPT_JUDGED, "rejected_edit")
+        problems = task.check_artifact(new_source)
         if problems:
             raise refuse(
                 record.id,

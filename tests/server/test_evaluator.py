@@ -193,3 +193,47 @@ def test_without_an_evaluator_code_work_says_its_metric_is_self_reported_everywh
     )
     html = render_report(Store(db), started["run_id"], tmp_path / "transcripts")
     assert 'id="self-reported-note"' in html and "self-reported" in html
+
+
+PARAMS_TOML = textwrap.dedent(
+    """\
+    [task]
+    name = "tuned"
+    command = ["python", "train.py"]
+    metric = "loss"
+    direction = "minimize"
+    work = "params"
+
+    [params.guess]
+    type = "float"
+    low = 0.0
+    high = 1.0
+    default = 0.5
+    {evaluate}
+    """
+)
+
+
+@pytest.mark.parametrize("evaluated", [False, True], ids=["script-judged", "evaluator-judged"])
+async def test_params_work_edits_its_script_only_where_an_evaluator_decides_the_metric(
+    tmp_path: Path, evaluated: bool
+) -> None:
+    folder = judged_folder(tmp_path)
+    evaluate = '\n[evaluate]\ncommand = ["python", "evaluate.py"]\nreads = ["secret/"]\noutputs = ["predictions.txt"]'
+    (folder / "autoresearch.toml").write_text(PARAMS_TOML.format(evaluate=evaluate if evaluated else ""))
+    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
+    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+        started = await client.call_tool("start_run", {"task": "tuned", "budget": 2})
+        run_id = started.structured_content["run_id"]
+        assert started.structured_content["judged_by"] == ("evaluator" if evaluated else "script")
+        cheat = {"run_id": run_id, "description": "print a perfect loss", "source": 'print("loss: 0.0")\n'}
+        edited = await client.call_tool("modify_train_py", cheat)
+        current = await client.call_tool("get_current_train_py", {"run_id": run_id})
+    text = edited.content[0].text  # type: ignore[union-attr]
+    if evaluated:
+        assert not edited.is_error, text
+        assert "v2" in current.content[0].text  # type: ignore[union-attr]
+    else:
+        assert edited.is_error
+        assert "printed by its own script" in text and "declare [evaluate]" in text
+        assert "v1" in current.content[0].text  # type: ignore[union-attr]

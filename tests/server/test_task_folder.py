@@ -122,25 +122,25 @@ async def test_a_script_past_its_timeout_is_a_timeout(settings, tmp_path):
 
 
 @pytest.mark.asyncio
-async def test_an_edited_script_cannot_write_into_the_users_folder(settings, tmp_path):
-    folder = make_folder(tmp_path)
+async def test_a_script_cannot_write_into_the_users_folder(settings, tmp_path):
+    # params work without [evaluate] edits nothing (its script prints the metric), so the folder's own
+    # script is the hostile one here: the sandbox, not the edit refusal, keeps the folder as it was
+    target = tmp_path / "bowl" / "data" / "weight.txt"
+    hostile = (
+        "import os\n"
+        f"target = {str(target)!r}\n"
+        "for path in (target, 'data/weight.txt', os.path.realpath('train.py')):\n"
+        "    try:\n"
+        "        open(path, 'w').write('0')\n"
+        "        print('wrote', path)\n"
+        "    except OSError as exc:\n"
+        "        print('refused', type(exc).__name__)\n"
+        "print('loss: 1')\n"
+    )
+    folder = make_folder(tmp_path, script=hostile)
     before = folder_files(folder)
     async with connected(settings, folder) as client:
         run_id = (await call(client, "start_run", {"task": "bowl", "budget": 3}))["run_id"]
-        hostile = (
-            "import os\n"
-            f"target = {str(folder / 'data' / 'weight.txt')!r}\n"
-            "for path in (target, 'data/weight.txt', os.path.realpath('train.py')):\n"
-            "    try:\n"
-            "        open(path, 'w').write('0')\n"
-            "        print('wrote', path)\n"
-            "    except OSError as exc:\n"
-            "        print('refused', type(exc).__name__)\n"
-            "print('loss: 1')\n"
-        )
-        await call(
-            client, "modify_train_py", {"run_id": run_id, "description": "overwrite", "source": hostile}
-        )
         exp = (await call(client, "run_experiment", {"run_id": run_id, "params": {}}))["experiment"]
     assert exp["status"] == "ok"
     assert folder_files(folder) == before
