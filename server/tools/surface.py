@@ -183,7 +183,10 @@ def _reading(research: Research, result: BaseModel) -> Reading:
     if run_id is None:
         return Reading()
     run = research.store.get_run(run_id)
-    task = research.tasks(run.task)
+    try:
+        task = research.tasks(run.task)
+    except ResearchError:  # a stored run of a folder this server was not given: still readable
+        return Reading(metric=run.metric_name)
     has_params = task.experiment_tool == ToolName.RUN_EXPERIMENT
     return Reading(
         metric=run.metric_name,
