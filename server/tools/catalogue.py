@@ -43,7 +43,7 @@ HOST_WORDS: dict[str, str | None] = {
     "seed": None,
     "name": None,
     "reeval_seeds": "re-measure a would-be best on N more seeds",
-    "from_run": 'a run to continue (or "latest")',
+    "from_run": 'a run to continue (or "latest"): its best re-measured as #1, one unit of budget',
     "llm": None,
     "suggest": "a summary line with Optuna TPE's next params",
     "status": None,

@@ -61,6 +61,10 @@ def test_init_asks_only_for_what_the_script_does_not_show(tmp_path, capsys):
     assert "--force replaces it" in capsys.readouterr().err
 
 
+# Code work: a params folder judged by its own script refuses edits, so a second version needs this.
+CODE_WORK = 'work = "code"'
+
+
 def run_with_a_second_version(tmp_path: Path, folder: Path, source: str) -> Path:
     db = tmp_path / "runs.db"
     settings = ServerSettings(db_path=db, task_dirs=[str(folder)])
@@ -74,7 +78,7 @@ def run_with_a_second_version(tmp_path: Path, folder: Path, source: str) -> Path
 
 
 def test_apply_writes_the_best_version_where_the_user_says_and_a_dry_run_writes_nothing(tmp_path, capsys):
-    folder = make_folder(tmp_path / "src")
+    folder = make_folder(tmp_path / "src", extra=CODE_WORK)
     improved = (folder / "train.py").read_text().replace("float(weight) *", "0.5 * float(weight) *")
     db = run_with_a_second_version(tmp_path, folder, improved)
     target = tmp_path / "mine"
@@ -102,7 +106,7 @@ def test_apply_splits_several_edited_files_back_into_their_names(tmp_path):
 
 @pytest.mark.parametrize("version", ["9", "x"])
 def test_apply_of_a_version_the_run_lacks_is_one_line(tmp_path, capsys, version: str):
-    folder = make_folder(tmp_path / "src")
+    folder = make_folder(tmp_path / "src", extra=CODE_WORK)
     db = run_with_a_second_version(tmp_path, folder, (folder / "train.py").read_text() + "\n# same\n")
     try:
         code = main(

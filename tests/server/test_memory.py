@@ -202,7 +202,8 @@ async def test_start_run_takes_from_run_over_mcp_and_refuses_with_a_kind(setting
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         start = tools["start_run"]
         assert "from_run" not in start.input_schema.get("required", [])
-        assert "one unit of" in (start.description or "")  # the host is told what the re-measure costs
+        from_run = start.input_schema["properties"]["from_run"]
+        assert "one unit of" in from_run["description"]  # the host is told what the re-measure costs
         first = (await client.call_tool("start_run", {"task": TOY, "budget": 3})).structured_content
         assert first["from_run"] is None
         ran = await client.call_tool("run_experiment", {"params": {"x": 0.5}, "run_id": first["run_id"]})
