@@ -39,6 +39,12 @@ def toy_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
 
 
+def hears_ctrl_c() -> None:
+    """For Popen's preexec_fn: Ctrl-C as a terminal delivers it. A test run started in the background
+    (`cmd &` in a script) ignores SIGINT, and its children would inherit that and never hear it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def stored(db: Path, sql: str) -> list[tuple]:
     """Rows of the database as it is on disk (nothing when there is none: looking creates nothing)."""
     if not db.exists():
@@ -146,7 +152,9 @@ def test_ctrl_c_marks_the_experiment_interrupted_uncharged_and_prints_the_comman
     db = tmp_path / "r.db"
     command = [sys.executable, "-m", "autoresearch_mcp.cli", "run", "--task", "slow-quadratic"]
     command += ["--llm", "scripted", "--budget", "2", "--db", str(db)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as agent:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=hears_ctrl_c
+    ) as agent:
         try:
             deadline = time.monotonic() + 120
             while not stored(db, "SELECT id FROM experiments WHERE status = 'running'"):

@@ -20,7 +20,7 @@ import anyio
 import pytest
 import tomlkit
 from test_cli import one_line_error
-from test_cli_mistakes import running_runs, said, stored
+from test_cli_mistakes import hears_ctrl_c, running_runs, said, stored
 from test_folder_cmd import run_with_a_second_version
 
 from autoresearch_mcp.client.connect import connect
@@ -64,7 +64,9 @@ def test_the_command_printed_on_ctrl_c_resumes_a_run_on_a_task_folder_as_printed
     db = tmp_path / "r.db"
     command = [sys.executable, "-m", "autoresearch_mcp.cli", "run", "--task", str(folder)]
     command += ["--llm", "scripted", "--budget", "2", "--db", str(db)]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as agent:
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=hears_ctrl_c
+    ) as agent:
         try:
             deadline = time.monotonic() + 120
             while not stored(db, "SELECT id FROM experiments WHERE status = 'running'"):
