@@ -212,6 +212,15 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         help="openai: send tool results as user text, for servers whose chat template drops tool messages",
     )
     parser.add_argument(
+        "--profile",
+        choices=("auto", "small", "neutral"),
+        default="auto",
+        help="the agent's profile: small (what helps a small local model: a value to change named each "
+        "turn, an early DONE questioned, reverts counted as failures) or neutral (facts, no orders); "
+        "auto: small for the scripted double, an openai endpoint on this machine or a model named 3B or "
+        "smaller, else neutral",
+    )
+    parser.add_argument(
         "--code-replies",
         choices=("tool", "text"),
         default="tool",

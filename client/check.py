@@ -30,6 +30,7 @@ StopReason = Literal[
     "context-window",
 ]
 Mode = Literal["stateful", "stateless", "stateless-strong"]
+AgentProfileName = Literal["small", "neutral"]
 Progress = Callable[[dict[str, Any]], None]
 MAX_REFUSAL_CHARS = 3000
 
@@ -52,6 +53,12 @@ class AgentConfig(BaseModel):
         "told how many experiments are left (1: never, the whole budget as karpathy's NEVER STOP)",
     )
     max_tokens: int = 1024
+    profile: AgentProfileName = Field(
+        default="small",
+        description="whose words and habits: `small` (a small local model: the summary names a value to "
+        "change, a refusal names one, a DONE before `done_from` is questioned, a revert counts as a "
+        "failure) or `neutral` (facts, no orders: what hosts and outside agents read)",
+    )
     batch: int = Field(
         default=1,
         ge=1,
@@ -210,6 +217,11 @@ class Agent:
         self.refusals: Counter[str] = Counter()
 
     @property
+    def small(self) -> bool:
+        """The small-model profile: its hints, and its refusals of an early DONE and of reverts."""
+        return self.config.profile == "small"
+
+    @property
     def code_now(self) -> str:
         return self._code_now
 
@@ -225,8 +237,8 @@ class Agent:
         budget is what the owner asked for, the failure streak (--max-failures) what ends a model that only says DONE.
         Counted as an "early_done" refusal and a failure."""
         left = run.budget - run.used
-        if done_allowed(run, self.config.done_from):
-            return None
+        if not self.small or done_allowed(run, self.config.done_from):
+            return None  # the neutral profile takes a model's DONE as its decision
         self.failures += 1
         self.refused(kind="early_done")
         return self.with_idea(early_done_text(left, run.budget))
@@ -236,7 +248,7 @@ class Agent:
         revert to the version it is on) one change to make: "For example, set HIDDEN = 64 (it is 32;
         ...)", naming the next setting of train.py each time (knobs.py). Unchanged for a params task or
         a file without settings, and while the current version's last run failed."""
-        broken_or_none = self.code_broken or not self.code_now
+        broken_or_none = self.code_broken or not self.code_now or not self.small
         hint = None if broken_or_none else knob_hint(self.code_now, self.tried, self.ideas)
         if hint is None:
             return text
@@ -246,7 +258,7 @@ class Agent:
     def may_finish(self, run: Run) -> bool:
         """Whether a DONE would end the run now, so the model may be offered it: something ran well (a
         DONE before that is a misfire) and the share `done_from` of the budget is spent."""
-        return run.best is not None and done_allowed(run, self.config.done_from)
+        return run.best is not None and (not self.small or done_allowed(run, self.config.done_from))
 
     def refusal_text(self, tool: str, outcome: ToolOutcome, sent: dict[str, Any]) -> str:
         """What the model is told of a refused call: the server's message, and after an exact repeat a
@@ -257,8 +269,8 @@ class Agent:
         text = outcome.text[:MAX_REFUSAL_CHARS]
         if outcome.refusal is not None and outcome.refusal.kind == "no_change":
             return self.with_idea(text)
-        if outcome.refusal is None or outcome.refusal.kind != "exact_repeat":
-            return text
+        if not self.small or outcome.refusal is None or outcome.refusal.kind != "exact_repeat":
+            return text  # the neutral profile: the server's facts, no order
         detail = outcome.refusal.detail
         params = detail.get("params")
         if not isinstance(params, dict):

@@ -131,6 +131,20 @@ class ResearchClient:
         """The summary in the words of the small-model profile this agent's prompts are written for."""
         return await self._read(Uri.SMALL_SUMMARY.of(run_id=run_id))
 
+    async def turn(
+        self,
+        run_id: str,
+        profile: str = "neutral",
+        reply: str = "tool",
+        shown: list[str] | None = None,
+        skip: frozenset[str] = frozenset(),
+    ) -> str:
+        """What the model reads this turn, as the server writes it (server/turn.py): the summary, the
+        code in focus on a code task (naming, not quoting, the functions in `shown`; passing over those
+        in `skip`), and the request for `reply`."""
+        uri = Uri.TURN.of(run_id=run_id, profile=profile, reply=reply, shown=shown or [], skip=skip)
+        return await self._read(uri)
+
     async def runs(self) -> list[Run]:
         """Every run the server keeps, newest first."""
         return RunList.model_validate_json(await self._read(Uri.RUNS)).runs

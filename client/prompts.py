@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from autoresearch_mcp.client.replies import says_done
-from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
+from autoresearch_mcp.contract.edits import CODE_REPLY, EDIT_FORM, EDIT_RULE, WHOLE_FILE_REPLY
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, TaskInfo
 from autoresearch_mcp.contract.tools import ToolName
@@ -17,18 +17,6 @@ from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied
 
 NUDGE_TOOL = "Call a tool for the next experiment."
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
-# What a text reply with code is: "Next?" alone drew status reports ("Done: the sorting was
-# replaced...") from Qwen2.5-Coder-1.5B instead of code. Copying the whole 148-line train.py it dropped
-# lines in most replies; a function of it, or edits, it can write.
-CODE_REPLY = (
-    "the new version of the function in one ```python block (one def, the same name and parameters), "
-    "or SEARCH/REPLACE edits"
-)
-TEXT_TURN = f"Next? One line on what you change, then {CODE_REPLY}."
-# When the turn shows the whole (short) file: asked for "the function", the model wrote a new one;
-# offered edits as well, it mixed both forms in one reply (edits are still read when sent).
-WHOLE_FILE_REPLY = "the whole new train.py in one ```python block"
-WHOLE_FILE_TURN = f"Next? One line on what you change, then {WHOLE_FILE_REPLY}."
 # For a code task whose profile has no text protocol of its own.
 TEXT_SYSTEM_PROMPT = (
     "You improve train.py autonomously. Each turn shows the run's summary, where train.py spends its "

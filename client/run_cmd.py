@@ -28,6 +28,7 @@ from autoresearch_mcp.client.live import LiveView, ObservedClient, final_panel, 
 from autoresearch_mcp.client.llm.base import LLM, LLMError, make_llm
 from autoresearch_mcp.client.llm.scripted import ScriptedLLM
 from autoresearch_mcp.client.meter import Transcript
+from autoresearch_mcp.client.profiles import pick_profile
 from autoresearch_mcp.client.stateful import StatefulAgent
 from autoresearch_mcp.client.stateless import StatelessAgent
 from autoresearch_mcp.contract.arguments import GetExperimentHistoryArgs, RunExperimentArgs, StartRunArgs
@@ -248,6 +249,7 @@ async def run_session(
                 token_budget=args.token_budget,
                 context_window=args.context_window,
                 batch=getattr(args, "batch", 1),
+                profile=pick_profile(getattr(args, "profile", "auto"), args.llm, args.base_url, args.model),
             )
             recorder = Transcript(
                 run.id, mode, llm=llm, path=transcript, token_budget=config.token_budget, batch=config.batch

@@ -39,8 +39,6 @@ from autoresearch_mcp.client.prompts import (
     NUDGE,
     NUDGE_TOOL,
     TEXT_SYSTEM_PROMPT,
-    TEXT_TURN,
-    WHOLE_FILE_TURN,
     json_nudge,
     text_format,
     text_nudge,
@@ -50,15 +48,9 @@ from autoresearch_mcp.client.set_aside import SetAside, set_aside_note
 from autoresearch_mcp.client.tools import agent_tools, server_arguments
 from autoresearch_mcp.client.window import Turn, select_window, text_messages, window_texts
 from autoresearch_mcp.contract.arguments import GetJobArgs, RunBenchmarkArgs
-from autoresearch_mcp.contract.code_focus import (
-    FAILURE_CHARS,
-    Failure,
-    changed_functions,
-    focus_text,
-    shows_whole_file,
-)
-from autoresearch_mcp.contract.errors import RepeatDetail, error_headline
-from autoresearch_mcp.contract.focus import result_line, turn_text, version_line
+from autoresearch_mcp.contract.code_focus import changed_functions, held_functions, shows_whole_file
+from autoresearch_mcp.contract.errors import RepeatDetail
+from autoresearch_mcp.contract.focus import result_line, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult, JobInfo, Run
 from autoresearch_mcp.contract.tools import EDIT_TOOLS, EXPERIMENT_TOOLS, ToolName
 
@@ -125,20 +117,26 @@ class StatefulAgent(Agent):
             if stop:
                 break
             window = select_window(self.turns, self.config.window, keep_failed=task.kind == "code")
-            focus = await self._focus(window, run) if task.kind == "code" else None
+            note, shown, skip = (
+                await self._focus(window, run) if task.kind == "code" else ("", [], frozenset())
+            )
             if not self.turns:
                 window = []  # the focus went back to an earlier version and dropped the turns about it
-            # After the focus, which may have gone back: the summary says where train.py is now.
-            summary = await self.rc.summary(self.run_id)
-            request_text = batch_turn(task.agent.turn, self.config.batch, json_mode)
+            # After the focus, which may have gone back: the turn says where train.py is now.
+            reply = "text" if text_mode else "json" if json_mode else "tool"
+            words = await self.rc.turn(self.run_id, self.config.profile, reply, shown, skip)
+            if text_mode:
+                self.whole_file = shows_whole_file(words)
+            said = [note] if note else []
             if self.batch_lines:
                 # The summary lists the last few experiments only: the batch's every result, item by item.
-                request_text = "Your last batch:\n" + "\n".join(self.batch_lines) + "\n" + request_text
+                said += ["Your last batch:", *self.batch_lines]
                 self.batch_lines = []
-            if text_mode:
-                self.whole_file = focus is not None and shows_whole_file(focus)
-                request_text = WHOLE_FILE_TURN if self.whole_file else TEXT_TURN
-            messages = [Message(role="user", text=turn_text(summary, request_text, focus))]
+            if said:  # the agent's own words, just before the request (the turn's last line)
+                head, _, asked = words.rpartition("\n")
+                words = "\n".join([head, *said, asked])
+            words = batch_turn(words, self.config.batch, json_mode)
+            messages = [Message(role="user", text=words)]
             if text_mode or json_mode:
                 messages = text_messages(messages[0], window)
             else:
@@ -346,7 +344,7 @@ class StatefulAgent(Agent):
         fixed = self.config.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {})
         repeat = self.last_refusal.details(RepeatDetail) if self.last_refusal is not None else None
         best = run.best
-        if fixed.get("base") != "best" or best is None or not params or repeat is None:
+        if not self.small or fixed.get("base") != "best" or best is None or not params or repeat is None:
             return ""
         if repeat.iteration != best.iteration:
             return ""
@@ -354,36 +352,34 @@ class StatefulAgent(Agent):
         held = "these values" if len(params) > 1 else "this value"
         return f"{values} changed nothing: the best (#{best.iteration}) has {held} already"
 
-    async def _focus(self, window: list[Turn], run: Run) -> str:
-        """A code turn's view of train.py (focus.py): the profile, and the function to work on; after
-        a function's versions failed again and again, the next one (set_aside.py)."""
+    async def _focus(self, window: list[Turn], run: Run) -> tuple[str, list[str], frozenset[str]]:
+        """What a code turn needs of this agent (the server renders the view of train.py: server/turn.py):
+        a note when a function's versions failed again and again and it is set aside (set_aside.py),
+        the functions the window holds as they are now, and the ones set aside."""
         files = self.config.task.files or None  # one file: its own name (slow.py), not train.py
         code = await self.rc.train_py(self.run_id)
         if self.current_code and code != self.current_code:
             self.changed = changed_functions(self.current_code, code, files)
         self.current_code = self.code_now = code
         info = await self.rc.profile(self.run_id)
-        failure = None
+        failed = False
         last = self.last_result.experiment if self.last_result is not None else None
         current = info is None or (last is not None and info.version == last.artifact_version)
         if last is not None and last.status not in ("ok", "running") and current:
-            headline = error_headline(last.error_tail or "") or last.status
-            failure = Failure(last.status, headline[:FAILURE_CHARS])
+            failed = True
         note = ""
         stuck = self.aside.record(last.iteration, last.status, self.changed) if last is not None else []
         if stuck:
-            note, went_back = await self._move_on(stuck, run, on_failed=failure is not None)
+            note, went_back = await self._move_on(stuck, run, on_failed=failed)
             if went_back:
                 code = self.current_code = self.code_now = await self.rc.train_py(self.run_id)
                 info = await self.rc.profile(self.run_id)
-                self.changed, failure = [], None
+                self.changed, failed = [], False
                 self.turns.clear()  # the failed versions' turns: the summary keeps their results
                 window = []
-        self.code_broken = failure is not None
-        profile = info.profile if info is not None else None
-        skip = self.aside.skip(profile)
-        shown = focus_text(code, files, profile, failure, self.changed, window_texts(window), skip)
-        return f"{note}\n{shown}" if note else shown
+        self.code_broken = failed
+        skip = self.aside.skip(info.profile if info is not None else None)
+        return note, held_functions(code, files, window_texts(window)), skip
 
     async def _move_on(self, stuck: list[str], run: Run, on_failed: bool) -> tuple[str, bool]:
         """Set `stuck` aside: back to the best version (the original when nothing ran well) when
@@ -470,7 +466,7 @@ class StatefulAgent(Agent):
             )
             return turn
         if reply.action == "revert":
-            if self.reverted:
+            if self.reverted and self.small:
                 # One revert between experiments: a second measures nothing either, and the real model,
                 # answered after each, counted up REVERT v2, v3... v9 (seed 456 of digits-mlp).
                 self.failures += 1
@@ -485,9 +481,9 @@ class StatefulAgent(Agent):
             outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
             turn.user.text = self._text_result(ToolName.REVERT_TRAIN_PY, outcome, offer_done)
             if outcome.ok:
-                # Reverts are free and record nothing: the real model went v3, v4, v3, v4... one per
-                # call, so they count toward --max-failures' streak like any call that recorded nothing.
-                self.failures += 1
+                # Reverts are free and record nothing: a small model went v3, v4, v3, v4... one per
+                # call, so its profile counts them toward --max-failures' streak.
+                self.failures += 1 if self.small else 0
                 turn.reverted = True
                 turn.user.text = f"Your REVERT v{reply.version} is done: {turn.user.text}"
             return turn

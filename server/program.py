@@ -18,6 +18,7 @@ from autoresearch_mcp.contract.models import JUDGED_BY_WORDS
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
+from autoresearch_mcp.server.turn import render_turn
 
 PROMPT_NAME = "autoresearch"
 
@@ -96,14 +97,12 @@ def render_program(task: Task, run_id: str | None = None) -> str:
     )
 
 
-def render_focused(task: Task, summary: str | None) -> str:
+def render_focused(task: Task, turn: str | None) -> str:
     """A server focused on one task (tools/focus.py): the words our agent gives its model, its system
-    prompt and, for a run, its first turn (the summary and the request), since the tools offered are
-    the ones those words name."""
+    prompt and, for a run, its turn (server/turn.py), since the tools offered are the ones those words
+    name."""
     profile = task.agent_profile()
-    if summary is None:
-        return profile.system_prompt
-    return f"{profile.system_prompt}\n\n{summary}\n{profile.turn}"
+    return profile.system_prompt if turn is None else f"{profile.system_prompt}\n\n{turn}"
 
 
 def register(mcp: MCPServer, research: Research, focus: Task | None = None) -> None:
@@ -122,9 +121,10 @@ def register(mcp: MCPServer, research: Research, focus: Task | None = None) -> N
             if run_id:
                 task = research.store.get_run(run_id).task
             if focus is not None and task == focus.name:
-                return render_focused(
-                    focus, research.runs.get_run_summary(run_id, "small") if run_id else None
-                )
-            return render_program(research.tasks(task), run_id)
+                return render_focused(focus, render_turn(research, run_id, "small") if run_id else None)
+            program = render_program(research.tasks(task), run_id)
+            if run_id:  # where the run stands, in the words every reader of the turn gets
+                program += f"\nThe run now:\n{render_turn(research, run_id)}"
+            return program
         except ResearchError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None  # read by the client as is

@@ -1,4 +1,4 @@
-"""Resources: autoresearch://runs, per run its summary, history and train.py; autoresearch://tasks.
+"""Resources: autoresearch://runs, per run its summary, turn, history and train.py; autoresearch://tasks.
 Their URIs are the contract's (contract/tools.py, `Uri`)."""
 
 import functools
@@ -12,6 +12,7 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import RunList, TaskList
 from autoresearch_mcp.contract.tools import Uri
 from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.turn import PROFILES, REPLIES, render_turn
 
 
 def _not_found(fn: Callable[..., str]) -> Callable[..., str]:
@@ -61,6 +62,23 @@ def register(mcp: MCPServer, research: Research) -> None:
     def small_summary_resource(run_id: str) -> str:
         """The summary as the bundled agent reads it every turn, with what helps a small model."""
         return runs.get_run_summary(run_id, "small")
+
+    @mcp.resource(Uri.TURN, name="run-turn", mime_type="text/plain")
+    @_not_found
+    def turn_resource(
+        run_id: str, profile: str = "", reply: str = "", shown: str = "", skip: str = ""
+    ) -> str:
+        """What a model reads before its next step: the summary, the code in focus (code tasks) and the
+        request (server/turn.py). `profile`: neutral (facts, the default) or small; `reply`: tool, json
+        or text; `shown`, `skip`: comma-separated function names held already, and set aside."""
+        words = profile or "neutral"
+        if words not in PROFILES:
+            raise ResearchError(f"profile is one of {', '.join(PROFILES)}, not {profile!r}")
+        protocol = reply or "tool"
+        if protocol not in REPLIES:
+            raise ResearchError(f"reply is one of {', '.join(REPLIES)}, not {reply!r}")
+        held, aside = (frozenset(n for n in names.split(",") if n) for names in (shown, skip))
+        return render_turn(research, run_id, words, protocol, held, aside)  # type: ignore[arg-type]
 
     @mcp.resource(Uri.HISTORY, name="run-history", mime_type="application/json")
     @_not_found

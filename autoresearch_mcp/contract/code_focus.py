@@ -15,6 +15,7 @@ a version that failed and is kept there with its error) is named, not shown agai
 """
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from autoresearch_mcp.contract.functions import MODULE, Function, all_functions, find_function
@@ -99,6 +100,12 @@ def held_in(function: Function, texts: list[str]) -> bool:
     return any(body in _normal(text) for text in texts if text)
 
 
+def held_functions(source: str, files: list[str] | None, texts: list[str]) -> list[str]:
+    """The functions of `source` that `texts` (a reader's own messages) already hold as they are now:
+    what a turn names rather than quotes (the `shown` of the turn resource)."""
+    return [function.name for function in all_functions(source, files) if held_in(function, texts)]
+
+
 def _normal(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").splitlines())
 
@@ -114,13 +121,14 @@ def focus_text(
     profile: Profile | None,
     failure: Failure | None,
     changed: list[str],
-    window_texts: list[str],
-    skip: frozenset[str] = frozenset(),
+    shown: Collection[str] = (),
+    skip: Collection[str] = frozenset(),
 ) -> str:
     """The code part of a turn: the profile's two lines, the last failure in full (the summary clips
-    it), then the function(s) in focus, or the whole file when it is short and nothing stands out."""
+    it), then the function(s) in focus, or the whole file when it is short and nothing stands out. A
+    function named in `shown` (the reader holds it as it is now: held_functions) is named, not quoted."""
     parts = []
-    functions = in_focus(source, files, profile, failure, changed, skip)
+    functions = in_focus(source, files, profile, failure, changed, frozenset(skip))
     if profile is not None:
         hot_shown = profile.hot is None or profile.hot.rpartition(":")[2] not in skip
         parts += [time_line(profile), lines_line(profile) if hot_shown else ""]
@@ -136,7 +144,7 @@ def focus_text(
         return "\n".join(p for p in parts if p)
     for function in functions:
         where = f"{function.file} lines {function.first_line}-{function.last_line}"
-        if held_in(function, window_texts):
+        if function.name in shown:
             parts.append(f"{function.name} ({where}): as in your reply below.")
         else:
             parts.append(f"{function.name} ({where}):\n```python\n{function.source.rstrip()}\n```")

@@ -12,6 +12,15 @@ EDIT_FORM = (
 EDIT_RULE = (
     "An edit copies lines from the current train.py after SEARCH and gives their new version after ======="
 )
+# What a code reply in text holds, as a turn's request and a refusal's restatement both name it. "Next?"
+# alone drew status reports ("Done: the sorting was replaced...") instead of code; a function of a long
+# file, or edits, is what a small model writes without dropping lines; shown a whole short file and
+# asked for "the function", it wrote a new one.
+CODE_REPLY = (
+    "the new version of the function in one ```python block (one def, the same name and parameters), "
+    "or SEARCH/REPLACE edits"
+)
+WHOLE_FILE_REPLY = "the whole new train.py in one ```python block"
 
 
 class EditError(ValueError):

@@ -122,10 +122,3 @@ def result_line(result: ExperimentResult) -> str:
 def version_line(info: ArtifactInfo) -> str:
     """What an accepted edit or revert made of train.py."""
     return f"train.py is now v{info.version} ({info.lines} lines)"
-
-
-def turn_text(summary: str, request: str, code: str | None = None) -> str:
-    """What the model reads each turn: the summary, in a code task the code part (where the time goes
-    and the function to work on: contract/code_focus.py), the request."""
-    shown = f"\n{code.rstrip()}" if code else ""
-    return f"{summary}{shown}\n{request}"

@@ -10,6 +10,7 @@ views query_results reads).
 
 from dataclasses import dataclass
 from enum import StrEnum
+from urllib.parse import urlencode
 
 from pydantic import BaseModel
 
@@ -50,6 +51,11 @@ class Uri(StrEnum):
     SUMMARY = "autoresearch://runs/{run_id}/summary"
     # The summary in the words of the bundled agent's small-model profile: read by that agent.
     SMALL_SUMMARY = "autoresearch://runs/{run_id}/summary/small"
+    # What a model reads before its next step (server/turn.py): the summary, the code in focus on a
+    # code task, and the request. `profile`: neutral (facts, the default) or small (the bundled agent's
+    # words for a small model); `reply`: the reply protocol the request asks for (tool, json, text);
+    # `shown`, `skip`: functions the reader already holds as they are now, and ones it set aside.
+    TURN = "autoresearch://runs/{run_id}/turn{?profile,reply,shown,skip}"
     HISTORY = "autoresearch://runs/{run_id}/history"
     TRAIN_PY = "autoresearch://runs/{run_id}/train.py"
     VERSION = "autoresearch://runs/{run_id}/versions/{version}"
@@ -62,11 +68,27 @@ class Uri(StrEnum):
     SCRIPTED_PLAN = "autoresearch://tasks/{name}/scripted-plan"
 
     def of(self, **values: object) -> str:
-        return self.value.format(**values)
+        """The URI with `values` filled in; a query variable left out or empty is left off."""
+        path, _, query = self.value.partition("{?")
+        names = query.rstrip("}").split(",") if query else []
+        given = {name: values.pop(name) for name in names if name in values}
+        uri = path.format(**values)
+        pairs = [(name, _query_value(value)) for name, value in given.items()]
+        pairs = [(name, value) for name, value in pairs if value]
+        return uri + ("?" + urlencode(pairs, safe=",") if pairs else "")
+
+
+def _query_value(value: object) -> str:
+    """A query variable's text: a collection as its sorted items, comma-separated (RFC 6570's form)."""
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple | set | frozenset):
+        return ",".join(sorted(map(str, value)))
+    return str(value)
 
 
 # The templates whose {run_id} names a run (completions offer the known runs there).
-RUN_URIS = (Uri.RUN, Uri.SUMMARY, Uri.SMALL_SUMMARY, Uri.HISTORY, Uri.TRAIN_PY, Uri.VERSION)
+RUN_URIS = (Uri.RUN, Uri.SUMMARY, Uri.SMALL_SUMMARY, Uri.TURN, Uri.HISTORY, Uri.TRAIN_PY, Uri.VERSION)
 
 
 @dataclass(frozen=True)

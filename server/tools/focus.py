@@ -9,8 +9,9 @@ will not use and calls the wrong ones; our agent offers one or two. Focused:
   types), exactly what our agent sends;
 - a call of one of them gets the profile's fixed arguments filled in (run_experiment base="best"); an
   accepted edit of a task whose profile benchmarks each edit is benchmarked at once; and the text of an
-  experiment's result is what our agent shows each turn: the result line, the run's summary (with the
-  code in focus of a code task: where the time goes, the function to work on) and the profile's request. The structured result is unchanged;
+  experiment's result is what our agent shows each turn: the result line, then the run's turn in the
+  small profile's words (server/turn.py: the summary, the code in focus of a code task, the request).
+  The structured result is unchanged;
 - the other tools stay callable (the script that starts and finishes the run uses them), unlisted;
 - the `autoresearch` prompt is the profile's system prompt, then the run's first turn (program.py).
 """
@@ -23,13 +24,12 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import CallToolResult, ListToolsResult, TextContent
 
-from autoresearch_mcp.contract.code_focus import FAILURE_CHARS, Failure, changed_functions, focus_text
-from autoresearch_mcp.contract.errors import error_headline
-from autoresearch_mcp.contract.focus import focused_tool, nested, result_line, turn_text, version_line
+from autoresearch_mcp.contract.focus import focused_tool, nested, result_line, version_line
 from autoresearch_mcp.contract.models import ArtifactInfo, ExperimentResult
 from autoresearch_mcp.contract.tools import EXPERIMENT_TOOLS, TOOLS, ToolName
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.tasks.base import Task
+from autoresearch_mcp.server.turn import render_turn
 
 
 def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
@@ -45,28 +45,9 @@ def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
         and "params" not in focused_tool(name, schema, None, profile, params_schema)[1].get("properties", {})
     }
 
-    def turn(run_id: str, line: str, last: ExperimentResult | None = None) -> str:
-        summary = research.runs.get_run_summary(run_id, "small")
-        code = None
-        if task.experiment_tool == ToolName.RUN_BENCHMARK:
-            code = code_view(run_id, last)
-        return f"{line}\n{turn_text(summary, profile.turn, code)}"
-
-    def code_view(run_id: str, last: ExperimentResult | None) -> str:
-        """Where the time goes and the function to work on, as our agent shows them (code_focus.py);
-        with no window here, a function is always shown."""
-        current = research.train_py.get_current_train_py(run_id)
-        failure = None
-        if last is not None and last.experiment.status not in ("ok", "running"):
-            headline = error_headline(last.experiment.error_tail or "") or last.experiment.status
-            failure = Failure(last.experiment.status, headline[:FAILURE_CHARS])
-        files = task.editable() or None  # one file: its own name (slow.py), not train.py
-        changed = []
-        if current.version > 1:
-            before = research.train_py.store.artifacts.get(run_id, current.version - 1).source
-            changed = changed_functions(before, current.source, files)
-        found = research.train_py.profile_train_py(run_id)
-        return focus_text(current.source, files, found, failure, changed, [])
+    def turn(run_id: str, line: str) -> str:
+        """The result line, then the run's turn as our agent reads it (server/turn.py)."""
+        return f"{line}\n{render_turn(research, run_id, 'small')}"
 
     def after(name: str, result: CallToolResult) -> CallToolResult:
         """On a worker thread: the result, with the text our agent would show its model after it."""
@@ -75,16 +56,14 @@ def focus_on(mcp: MCPServer, research: Research, task: Task) -> None:
             return result
         if name in EXPERIMENT_TOOLS:
             done = ExperimentResult.model_validate(data)
-            text = turn(done.experiment.run_id, result_line(done), done)
+            text = turn(done.experiment.run_id, result_line(done))
         elif name in (ToolName.MODIFY_TRAIN_PY, ToolName.REPLACE_FUNCTION) and profile.benchmark_after_edit:
             info = ArtifactInfo.model_validate(data)
-            last = None
             try:
-                last = research.experiments.run_benchmark(info.run_id)
-                measured = result_line(last)
+                measured = result_line(research.experiments.run_benchmark(info.run_id))
             except Exception as exc:  # a refusal (no budget left) is what the model reads
                 measured = str(exc)
-            text = turn(info.run_id, f"{version_line(info)}; benchmarked: {measured}", last)
+            text = turn(info.run_id, f"{version_line(info)}; benchmarked: {measured}")
         else:
             return result
         return result.model_copy(update={"content": [TextContent(type="text", text=text)]})

@@ -7,17 +7,18 @@ from pathlib import Path
 from codeopt_rewrites import REFERENCE_SOURCE
 
 from autoresearch_mcp.client.code_blocks import function_versions
-from autoresearch_mcp.client.prompts import WHOLE_FILE_TURN
 from autoresearch_mcp.client.replies import read_text_reply
 from autoresearch_mcp.contract.code_focus import (
     Failure,
     changed_functions,
     focus_text,
+    held_functions,
     in_focus,
     shows_whole_file,
 )
 from autoresearch_mcp.contract.functions import find_function, replace_function
 from autoresearch_mcp.contract.profile import FunctionTime, LineTime, Profile
+from autoresearch_mcp.server.turn import WHOLE_FILE_TURN
 
 SOURCE = REFERENCE_SOURCE
 
@@ -85,14 +86,16 @@ def test_a_function_the_window_already_holds_unchanged_is_named_not_sent_again()
     hot = find_function(SOURCE, "department_stats")
     assert hot is not None
     reply = f"Use a dict.\n```python\n{hot.source}```"
-    text = focus_text(SOURCE, None, PROFILE, None, [], ["an earlier message", reply])
+    held = held_functions(SOURCE, None, ["an earlier message", reply])
+    assert held == ["department_stats"]
+    text = focus_text(SOURCE, None, PROFILE, None, [], held)
     assert (
         f"department_stats (train.py lines {hot.first_line}-{hot.last_line}): as in your reply below." in text
     )
     assert "```python" not in text
     # a different version in the window does not count: the current one is sent
     edited = reply.replace("departments = []", "departments = list()")
-    assert "```python" in focus_text(SOURCE, None, PROFILE, None, [], [edited])
+    assert held_functions(SOURCE, None, [edited]) == []
 
 
 def test_with_no_profile_a_long_file_is_named_by_its_functions_not_sent_whole() -> None:
