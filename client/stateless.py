@@ -11,8 +11,8 @@ Both mark where a provider should cache the message (after the history the previ
 careful client would; the anthropic backend sends those marks as cache_control breakpoints.
 """
 
+from autoresearch_mcp.client.agent import Agent
 from autoresearch_mcp.client.check import (
-    Agent,
     AgentConfig,
     AgentResult,
     AgentStop,

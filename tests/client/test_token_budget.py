@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from autoresearch_mcp.cli import build_parser, main
-from autoresearch_mcp.client import check
-from autoresearch_mcp.client.check import Agent, AgentConfig, AgentResult, TokenBudgetStop
+from autoresearch_mcp.client import agent as agent_module
+from autoresearch_mcp.client.agent import Agent
+from autoresearch_mcp.client.check import AgentConfig, AgentResult, TokenBudgetStop
 from autoresearch_mcp.client.compare_results import budget_record
 from autoresearch_mcp.client.llm.base import (
     LLM,
@@ -112,7 +113,7 @@ async def test_a_run_stops_before_the_call_that_could_exceed_its_token_budget_an
         measured.append((request, input_tokens(request, llm)))
         return measured[-1][1]
 
-    monkeypatch.setattr(check, "input_tokens", spy)
+    monkeypatch.setattr(agent_module, "input_tokens", spy)
     args = build_parser().parse_args(
         ["run", "--server-url", shared_server, "--quiet", "--task", "toy-quadratic", "--llm", "scripted",
          "--budget", "6", "--max-tokens", str(MAX_TOKENS), "--token-budget", str(BUDGET)]

@@ -5,7 +5,7 @@ import pytest
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import Message, ToolCall, ToolResult
 from autoresearch_mcp.client.replies import says_done
-from autoresearch_mcp.client.stateful import result_text
+from autoresearch_mcp.client.stateful_base import result_text
 from autoresearch_mcp.client.window import Turn, select_window
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import BestResult, Experiment, ExperimentResult
