@@ -38,7 +38,8 @@ Loop, until a stop condition holds:
 
 Rules:
 - Every recorded experiment costs one unit of budget, whatever its outcome. Refusals ({refusals}) cost
-  nothing but count as failures in a row; read the message and fix the call.
+  nothing; the summary counts them in its "refusals or failures in a row". Read the message and fix
+  the call.
 {task_rules}
 Stop (call finish_run with run_id and a one-line reason) when the budget is used, the target is reached,
 or you have no idea left that is likely to help.

@@ -29,6 +29,9 @@ _drawn: dict[tuple[Any, ...], dict[str, Any]] = {}
 _drawn_lock = threading.Lock()
 DRAWN_KEPT = 64  # suggestions remembered, by the history they were drawn from
 PREFIX_WORDS = "optimiser suggests: "  # the line's start, as the client reads it (client/suggestion.py)
+# TPE draws at random until it has this many results to model (Optuna's default, named here so the
+# line can say which phase a suggestion comes from: a random draw is no advice on where to go).
+STARTUP = 10
 
 
 def refuse_unless_params_work(task: Task, suggest: str) -> None:
@@ -75,6 +78,12 @@ def search_space(task: Task) -> dict[str, Any]:
 
 def suggestion(store: Store, run: Run, task: Task) -> dict[str, Any] | None:
     """The configuration TPE would try next, or None for a run that did not ask for one."""
+    drawn = _suggestion(store, run, task)
+    return None if drawn is None else drawn[0]
+
+
+def _suggestion(store: Store, run: Run, task: Task) -> tuple[dict[str, Any], int] | None:
+    """The configuration and how many results TPE modelled it from (below STARTUP: a random draw)."""
     if run.config.get("suggest") != "tpe" or run.status != "running":
         return None
     space = search_space(task)
@@ -86,43 +95,54 @@ def suggestion(store: Store, run: Run, task: Task) -> dict[str, Any] | None:
     state = (run.id, run.seed, repr(space), total, tuple((exp.id, exp.status) for exp in history))
     with _drawn_lock:
         known = _drawn.get(state)
-    if known is not None:
-        return dict(known)
-    params = _draw(history, total, run, space)
-    with _drawn_lock:
-        _drawn[state] = params
-        while len(_drawn) > DRAWN_KEPT:
-            del _drawn[next(iter(_drawn))]
-    return dict(params)
+    if known is None:
+        known = _draw(history, total, run, space)
+        with _drawn_lock:
+            _drawn[state] = known
+            while len(_drawn) > DRAWN_KEPT:
+                del _drawn[next(iter(_drawn))]
+    params, results = known
+    return dict(params), results
 
 
-def _draw(history: list[Experiment], total: int, run: Run, space: dict[str, Any]) -> dict[str, Any]:
+def _draw(
+    history: list[Experiment], total: int, run: Run, space: dict[str, Any]
+) -> tuple[dict[str, Any], int]:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     tried = {_key(exp.params, space) for exp in history}
     with warnings.catch_warnings():  # the sampler's options are fixed here, not the user's
         warnings.simplefilter("ignore")
-        sampler = optuna.samplers.TPESampler(seed=run.seed + total, constant_liar=True)
+        sampler = optuna.samplers.TPESampler(
+            seed=run.seed + total, constant_liar=True, n_startup_trials=STARTUP
+        )
         study = optuna.create_study(
             direction="maximize" if run.direction == "max" else "minimize", sampler=sampler
         )
-        study.add_trials(trials(history, space))
+        fed = trials(history, space)
+        study.add_trials(fed)
+        results = sum(trial.state == optuna.trial.TrialState.COMPLETE for trial in fed)
         for _ in range(TRIES):
             asked = study.ask(space)
             params = {name: _fitted(space[name], value) for name, value in asked.params.items()}
             study.tell(asked, state=optuna.trial.TrialState.FAIL)  # a draw, not a measurement
             if _key(params, space) not in tried:
                 break
-    return params
+    return params, results
 
 
 def suggestion_line(store: Store, run: Run, task: Task) -> str | None:
-    """`optimiser suggests: max_depth=7 learning_rate=0.05 ...` (every searched param), or None."""
-    params = suggestion(store, run, task)
-    if params is None:
+    """`optimiser suggests: max_depth=7 learning_rate=0.05 ...` (every searched param), or None; in
+    the random start-up phase it says so after the params (the client reads the `name=value` words)."""
+    drawn = _suggestion(store, run, task)
+    if drawn is None:
         return None
-    return PREFIX_WORDS + task.format_params(params)
+    params, results = drawn
+    line = PREFIX_WORDS + task.format_params(params)
+    if results < STARTUP:
+        line += f" (random start-up, {results} of {STARTUP} results before TPE models them)"
+    return line
 
 
 def trials(history: list[Experiment], space: dict[str, Any]) -> list[Any]:

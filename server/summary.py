@@ -206,9 +206,10 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
         tally = []  # all ok: the first line says as much
     if refused:
         tally.append(f"refused {refused}")
-    streak = store.counts.consecutive_failures(run.id)
-    if streak:
-        tally.append(f"{streak} failures in a row")
+    failed, refusals = store.counts.consecutive_failures(run.id)
+    if failed + refusals:
+        what = "refusals or failures" if refusals else "failures"
+        tally.append(f"{failed + refusals} {what} in a row")
     if tally:
         lines.append("Counts: " + ", ".join(tally))
     if (suggested := suggestion_line(store, run, task)) is not None:

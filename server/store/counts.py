@@ -74,9 +74,10 @@ class RunCounts:
             counts = {name: n + theirs.get(name, 0) - shared.get(name, 0) for name, n in counts.items()}
         return counts
 
-    def consecutive_failures(self, run_id: str) -> int:
-        """Experiments that failed and refusals, counted back from the latest until a success: the
-        last ok is one index lookup, and only what came after it is counted (the streak itself)."""
+    def consecutive_failures(self, run_id: str) -> tuple[int, int]:
+        """Experiments that failed, and refusals, counted back from the latest until a success: the
+        last ok is one index lookup, and only what came after it is counted (the streak itself).
+        Apart, since a refusal costs no budget and a reader should not take it for a failed run."""
         conn = self.db.reader()
         last_ok = conn.execute(
             "SELECT MAX(started_at) FROM experiments WHERE run_id = ? AND status = 'ok'", (run_id,)
@@ -91,4 +92,4 @@ class RunCounts:
             "SELECT COUNT(*) FROM events WHERE run_id = ? AND kind = 'refusal' AND created_at > ?",
             (run_id, since),
         ).fetchone()[0]
-        return failed + refused
+        return failed, refused

@@ -127,6 +127,13 @@ def test_the_scripted_doubles_plan_shipped_in_the_folder_is_the_catalogue() -> N
     assert shipped == rewrites.plan() == make_task("codeopt-records", {}).scripted_plan()
 
 
+def test_the_words_say_what_the_harness_checks_every_timed_output_against_the_originals() -> None:
+    """No check on a small input runs at once after an edit: the benchmark checks each call's output."""
+    profile = make_task("codeopt-records", {}).agent_profile()
+    for words in (profile.system_prompt, profile.text_system_prompt, profile.how):
+        assert "small input" not in words and "each output" in words and "against the original's" in words
+
+
 def test_the_wrong_rewrite_loads_but_changes_the_output() -> None:
     source = rewrites.apply_edits(rewrites.source_after(2), rewrites.WRONG_REWRITE.edits)
     assert make_task("codeopt-records", {}).check_artifact(source) == []

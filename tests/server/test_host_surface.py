@@ -37,9 +37,10 @@ async def started(client: Client, task: str = "toy-quadratic", budget: int = 5) 
     return result.structured_content["run_id"]
 
 
-# Arguments whose name and type say what they are: words for them would be paid for on every turn.
+# Arguments whose name and type say what they are: words for them would be paid for on every turn. A
+# run's seed, name and llm are not among them: a host's model cannot tell what they do to the run.
 SELF_EXPLAINING = {
-    *("run_id", "task", "seed", "name", "llm", "text", "kind", "reason", "note", "offset", "status"),
+    *("run_id", "task", "text", "kind", "reason", "note", "offset", "status"),
     *("job_id", "wait_seconds", "sql", "max_rows"),
 }
 
@@ -60,6 +61,7 @@ async def test_every_argument_that_needs_words_is_described_once_and_run_id_in_s
                 described[name] = said
     start_run = next(tool for tool in tools if tool.name == "start_run")
     assert "run_id" in (start_run.description or "") and "run_id" not in described
+    assert {"seed", "name", "llm", "remeasure"} <= set(described)
     [prompt] = prompts
     assert {arg.name: bool(arg.description) for arg in prompt.arguments} == {"task": True, "run_id": True}
 

@@ -9,6 +9,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from autoresearch_mcp.contract.errors import ResearchError
+from autoresearch_mcp.server import suggest
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.suggest import PREFIX_WORDS, search_space, suggestion, trials
@@ -23,7 +24,23 @@ def suggested(research: Research, run_id: str) -> str:
 
 
 def values(line: str) -> dict[str, float]:
-    return {k: float(v) for k, v in (word.split("=") for word in line.removeprefix(PREFIX_WORDS).split())}
+    words = line.removeprefix(PREFIX_WORDS).split(" (")[0].split()
+    return {k: float(v) for k, v in (word.split("=") for word in words)}
+
+
+def test_the_line_says_while_tpe_is_still_drawing_at_random_and_stops_saying_it_once_it_models(
+    settings: ServerSettings, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(suggest, "STARTUP", 2)
+    research = Research(settings).open()
+    run, _ = research.runs.start_run("toy-quadratic", 10, None, 42, None, suggest="tpe")
+    assert suggested(research, run.id).endswith("(random start-up, 0 of 2 results before TPE models them)")
+    research.experiments.run_experiment(run.id, {"x": 1.0}, None)
+    research.experiments.run_experiment(run.id, {"x": 9.0}, None)  # x=9 crashes: not a result
+    assert "(random start-up, 1 of 2 results" in suggested(research, run.id)
+    research.experiments.run_experiment(run.id, {"x": -1.0}, None)
+    line = suggested(research, run.id)
+    assert "random" not in line and set(values(line)) == {"x", "y", "sleep"}
 
 
 def test_a_params_run_that_asked_for_tpe_shows_one_suggestion_line_inside_the_tasks_bounds(

@@ -125,7 +125,9 @@ async def test_refusals_explain_themselves_cost_no_budget_and_change_nothing_rec
 
         assert table_dump(settings.db_path) == before
         summary = (await call(client, "get_run_summary", {"run_id": run_id}))["summary"]
-        assert "1/2 used" in summary and "refused 4" in summary and "4 failures in a row" in summary
+        assert (
+            "1/2 used" in summary and "refused 4" in summary and "4 refusals or failures in a row" in summary
+        )
 
 
 async def test_an_empty_source_or_edit_list_counts_as_not_given_as_grammar_bound_models_send_them(settings):
