@@ -26,12 +26,17 @@ from autoresearch_mcp.contract.models import (
     SummaryText,
 )
 from autoresearch_mcp.contract.profile import ProfileResult
+from autoresearch_mcp.server.summary import secondary
+from autoresearch_mcp.server.tasks.intervals import best_suffix
 
 EXPERIMENT_CHARS = 400
 ERROR_CHARS = 120
 ROW_CHARS = 120
-NOTE_CHARS = 40
+NOTE_CHARS = 50
+PARAMS_CHARS = 24  # the least of a history row the params keep
 METRICS_SHOWN = 4  # besides the task's metric
+PROFILE_FUNCTIONS = 8
+LINE_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,11 @@ def number(value: float) -> str:
     return f"{value:.5g}"
 
 
+def seconds(value: float) -> str:
+    """A run time as a reader compares them: `0.42s`, `8.1s`, `95s`."""
+    return f"{value:.2g}s" if value < 10 else f"{value:.0f}s"
+
+
 def _params(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={number(v) if isinstance(v, float) else v}" for k, v in params.items())
 
@@ -66,17 +76,16 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _secondary(exp: Experiment, metric: str) -> str:
-    others = [(k, v) for k, v in exp.metrics.items() if k != metric][:METRICS_SHOWN]
-    return ", ".join(f"{k} {number(v)}" for k, v in others)
+    return ", ".join(f"{k} {number(v)}" for k, v in secondary(exp.metrics, metric, METRICS_SHOWN))
 
 
 def experiment_text(result: ExperimentResult, reading: Reading) -> str:
     """`#3 ok: macro_f1 0.74123 (precision 0.75, ...); params ...; best 0.74123 (#3); 12 of budget left.
     Kept: ...` at most EXPERIMENT_CHARS, the verdict's sentence last and never cut."""
     exp, metric = result.experiment, reading.metric
-    head = f"#{exp.iteration} {exp.status}"
+    head = f"#{exp.iteration} {exp.status}" + (f" in {seconds(exp.duration_s)}" if exp.duration_s else "")
     if exp.metric is not None:
-        head += f": {metric} {number(exp.metric)}"
+        head += f": {metric} {number(exp.metric)}{best_suffix(exp.metrics, metric)}"
     secondary = _secondary(exp, metric)
     if exp.status not in ("ok", "running") and exp.error_tail and exp.error_tail.strip():
         secondary = error_headline(exp.error_tail)[:ERROR_CHARS]
@@ -104,17 +113,21 @@ def _sentence(text: str) -> str:
 
 
 def history_text(page: HistoryPage, reading: Reading) -> str:
-    """A table: one row per experiment (iteration, status, metric, kept, params or version, note or
-    error), each at most ROW_CHARS, then where the page stands."""
-    lines = [f"# | status | {reading.metric} | kept | params (vs defaults) or version | note"]
+    """A table: one row per experiment (iteration, status, run time, metric, kept, params or version,
+    note or error), each at most ROW_CHARS, then where the page stands. The note keeps its share of a
+    row: the params are cut first (the structured answer has them whole), as the note is the only
+    record of why an experiment was tried."""
+    lines = [f"# | status | {reading.metric} | kept | time | params (vs defaults) or version | note"]
     for exp in page.experiments:
         value = number(exp.metric) if exp.metric is not None else "-"
         what = reading.params(exp.params, rest="") if exp.params else f"v{exp.artifact_version}"
         said = exp.note or ""
         if exp.status not in ("ok", "running") and exp.error_tail and exp.error_tail.strip():
             said = error_headline(exp.error_tail)
-        row = f"{exp.iteration} | {exp.status} | {value} | {'yes' if exp.kept else ''} | {what}"
-        lines.append(_clip(row + (f" | {_clip(said, NOTE_CHARS)}" if said else ""), ROW_CHARS))
+        took = seconds(exp.duration_s) if exp.duration_s else ""
+        row = f"{exp.iteration} | {exp.status} | {value} | {'yes' if exp.kept else ''} | {took} | "
+        tail = f" | {_clip(said, NOTE_CHARS)}" if said else ""
+        lines.append(row + _clip(what, max(ROW_CHARS - len(row) - len(tail), PARAMS_CHARS)) + tail)
     shown = len(page.experiments)
     where = f"{shown} of {page.total}"
     if page.next_offset is not None:
@@ -133,7 +146,8 @@ def started_text(started: StartedRun, reading: Reading) -> str:
     lines = [
         f"run_id {started.run_id}",
         f"{started.task_description} Experiments: {started.experiment_tool}; the metric is "
-        f"{JUDGED_BY_WORDS[started.judged_by]}.",
+        f"{JUDGED_BY_WORDS[started.judged_by]}"
+        + (f"; each is stopped after {started.timeout_s:g} s." if started.timeout_s else "."),
     ]
     if reading.params_help:
         lines.append(f"params:\n{reading.params_help}")
@@ -163,9 +177,26 @@ def runs_text(runs: RunList) -> str:
 
 
 def profile_text(result: ProfileResult) -> str:
-    if result.profile is None:
+    """`train.py v2 (how it was profiled):`, then one line per function, hottest first (share, time,
+    where), the time outside the profiled files, the hottest function's slowest lines."""
+    profile = result.profile
+    if profile is None:
         return result.note or "no profile"
-    return f"train.py v{result.version}: " + result.profile.model_dump_json(exclude_none=True)
+    lines = [f"train.py v{result.version} ({profile.how}):"]
+    for f in profile.functions[:PROFILE_FUNCTIONS]:
+        lines.append(f"{f.name} {f.share:.0%}, {number(f.ms)} ms ({f.file}:{f.first_line}-{f.last_line})")
+    if len(profile.functions) > PROFILE_FUNCTIONS:
+        lines.append(
+            f"{len(profile.functions) - PROFILE_FUNCTIONS} more, each under {int(profile.functions[PROFILE_FUNCTIONS].share * 100) + 1}%"
+        )
+    if profile.other_share >= 0.005:
+        lines.append(f"outside the profiled files {profile.other_share:.0%}")
+    if profile.hot and profile.lines:
+        lines.append(f"slowest lines of {profile.hot}:")
+        lines.extend(
+            f"  {line.line} {line.share:.0%} {_clip(line.text, LINE_CHARS)}" for line in profile.lines
+        )
+    return "\n".join(lines)
 
 
 def plain_text(result: BaseModel, reading: Reading) -> str:

@@ -19,6 +19,7 @@ from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.suggest import suggestion_line
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
+from autoresearch_mcp.server.tasks.speed import VERDICT_METRICS
 
 LAST_EXPERIMENTS = 3
 LAST_NOTES = 2
@@ -82,11 +83,17 @@ def _value(value: float, digits: int | None) -> str:
     return f"{value:.4f}" if digits is None else f"{value:.{max(4, digits)}g}"
 
 
+def secondary(
+    metrics: dict[str, float], metric: str, limit: int = SECONDARY_SHOWN
+) -> list[tuple[str, float]]:
+    """The metrics a reader is shown besides the task's: not its interval or mean (best_suffix shows
+    them), nor what the keep rule reads (the verdict's sentence says it in words)."""
+    own = {f"{metric}_low", f"{metric}_high", f"{metric}_mean", "evaluations", metric, *VERDICT_METRICS}
+    return [(name, value) for name, value in metrics.items() if name not in own][:limit]
+
+
 def secondary_metrics(metrics: dict[str, float], metric: str) -> str:
-    """The metrics besides the task's (not its interval or mean, which best_suffix shows)."""
-    own = {f"{metric}_low", f"{metric}_high", f"{metric}_mean", "evaluations", metric}
-    shown = [(name, value) for name, value in metrics.items() if name not in own][:SECONDARY_SHOWN]
-    return ", ".join(f"{name} {value:.4g}" for name, value in shown)
+    return ", ".join(f"{name} {value:.4g}" for name, value in secondary(metrics, metric))
 
 
 def experiment_line(

@@ -183,6 +183,9 @@ class StartedRun(BaseModel):
         description="who decides the metric: "
         + "; ".join(f"{key}: {words}" for key, words in JUDGED_BY_WORDS.items()),
     )
+    timeout_s: float | None = Field(
+        default=None, description="how long one experiment may run before it is stopped as a timeout"
+    )
 
 
 class RunList(BaseModel):

@@ -214,6 +214,11 @@ class Task(ABC):
         `remeasure`."""
         return self.judged_by == "benchmark"
 
+    def time_limit_s(self, options: dict[str, Any]) -> float:
+        """How long one experiment may run before it is stopped as a timeout (`options`: the run's
+        frozen ones): the sandbox's wall-clock limit, unless the task states its own."""
+        return float(options["limits"]["wall_s"])
+
     def keeps(self, outcome: "Outcome", best: Incumbent | None) -> bool:
         """Whether an ok outcome becomes the run's new best (the verdict without its words)."""
         return self.verdict(outcome, best).kept

@@ -95,13 +95,18 @@ def paired_ratio_interval(a: Sequence[float], b: Sequence[float], level: float =
     )
 
 
+def interval_words(low: float, high: float) -> str:
+    """`[2.05, 2.2]`: an interval as every answer and the summary write it."""
+    return f"[{low:.4g}, {high:.4g}]"
+
+
 def best_suffix(metrics: dict[str, float], metric: str) -> str:
     """What the summary adds after the best's metric: its interval (` [2.05, 2.20]`) where the task
     measured one, and the mean over its re-evaluations where it had any."""
     text = ""
     low, high = metrics.get(f"{metric}_low"), metrics.get(f"{metric}_high")
     if low is not None and high is not None:
-        text += f" [{low:.4g}, {high:.4g}]"
+        text += f" {interval_words(low, high)}"
     mean, runs = metrics.get(f"{metric}_mean"), metrics.get("evaluations")
     if mean is not None and runs is not None:
         text += f" (mean {mean:.4f} of {int(runs)} seeds)"

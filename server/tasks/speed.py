@@ -11,9 +11,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autoresearch_mcp.server.store import Incumbent
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Verdict
-from autoresearch_mcp.server.tasks.intervals import SPEEDUP_LEVEL, paired_ratio_interval, ratio_interval
+from autoresearch_mcp.server.tasks.intervals import (
+    SPEEDUP_LEVEL,
+    Ratio,
+    interval_words,
+    paired_ratio_interval,
+    ratio_interval,
+)
 
 MAX_CALLS = 1000
+# What the keep rule reads (vs_best_*: the best timed beside the candidate; inputs: the calls timed),
+# stored for programs; a model reads the verdict's sentence instead.
+VERDICT_METRICS = frozenset({"vs_best", "vs_best_low", "vs_best_high", "vs_best_iteration", "inputs"})
 Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
@@ -58,7 +67,7 @@ def median_ms(times_ms: list[float]) -> float:
 def speed_metrics(timings: Timings, calls: int) -> dict[str, float]:
     """The speedup (reference time / candidate time, pair by pair: the estimate and interval of
     intervals.py), the median times, and the same on CPU time where both were measured."""
-    speedup = paired_ratio_interval(timed(timings.reference_times_ms), timed(timings.times_ms), SPEEDUP_LEVEL)
+    speedup = speedup_interval(timings)
     metrics: dict[str, float] = {
         "speedup": round(speedup.estimate, 4),
         "speedup_low": round(speedup.low, 4),
@@ -78,6 +87,13 @@ def speed_metrics(timings: Timings, calls: int) -> dict[str, float]:
     return metrics
 
 
+def speedup_interval(timings: Timings) -> Ratio:
+    """The speedup over the original and its interval: the one figure every answer, the summary and
+    the first keep decision show (the reference's calls over the candidate's, paired, at
+    SPEEDUP_LEVEL)."""
+    return paired_ratio_interval(timed(timings.reference_times_ms), timed(timings.times_ms), SPEEDUP_LEVEL)
+
+
 def speed_outcome(timings: Timings, calls: int) -> Outcome:
     metrics = speed_metrics(timings, calls)
     return Outcome(
@@ -94,13 +110,17 @@ def versus_best(
     """vs_best (low, high): the current best's time over this one's, paired call by call, measured
     side by side (the reference's calls, where the best is the reference), at the keep rule's level;
     vs_best_iteration says which best, 0 for the original while the run has no best yet (what the
-    run's first result must beat)."""
+    run's first result must beat). Against the original it is the speedup, interval and all: one
+    figure read with two intervals would say two things."""
     rival = timings.reference_times_ms if best_is_reference else timings.rival_times_ms
     if ctx.best_iteration is None:
         rival = timings.reference_times_ms
     if rival is None or len(rival) != len(timings.times_ms):
         return {}
-    versus = paired_ratio_interval(timed(rival), timed(timings.times_ms), level)
+    if ctx.best_iteration is None:
+        versus = speedup_interval(timings)
+    else:
+        versus = paired_ratio_interval(timed(rival), timed(timings.times_ms), level)
     return {
         "vs_best": round(versus.estimate, 4),
         "vs_best_low": round(versus.low, 4),
@@ -136,7 +156,7 @@ def speed_verdict(outcome: Outcome, best: Incumbent | None, level: float) -> Ver
 
 
 def _interval(estimate: float, low: float, high: float) -> str:
-    return f"{estimate:.4g}x [{low:.4g}, {high:.4g}]"
+    return f"{estimate:.4g}x {interval_words(low, high)}"
 
 
 def _surely(low: float, high: float, said: str) -> Verdict:

@@ -34,6 +34,7 @@ def start_run(research: Research, args: StartRunArgs) -> StartedRun:
         experiment_tool=task.experiment_tool,
         from_run=run.from_run,
         judged_by=task.judged_by,
+        timeout_s=task.time_limit_s(run.config["options"]),
     )
 
 

@@ -144,5 +144,11 @@ async def test_profile_train_py_answers_for_a_benchmark_folder_before_any_benchm
         ]
         edit = {"run_id": run_id, "description": "slower", "source": slow}
         assert not (await client.call_tool("modify_train_py", edit)).is_error
-        found = (await client.call_tool("profile_train_py", {"run_id": run_id})).structured_content
+        answer = await client.call_tool("profile_train_py", {"run_id": run_id})
+    found = answer.structured_content
     assert found["profile"] is not None and found["profile"]["hot"] == "total"
+    # a model reads it as plain lines, hottest function first; programs keep the structure
+    (text,) = [block.text for block in answer.content if block.type == "text"]
+    head, hottest, *rest = text.splitlines()
+    assert head.startswith("train.py v2 (") and hottest.startswith("total ") and "fast.py:1-2)" in hottest
+    assert "slowest lines of total:" in rest and "{" not in text

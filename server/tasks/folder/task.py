@@ -73,7 +73,9 @@ def params_model(spec: FolderSpec) -> type[BaseModel]:
                 json_schema_extra={"scale": "log"} if param.log else None,
             )
         fields[name] = (annotation, field)
-    return create_model("FolderParams", __config__=ConfigDict(extra="forbid"), **fields)
+    # Titled by the task: the schema's title is what a host's model reads, not our class's name.
+    config = ConfigDict(extra="forbid", title=f"{spec.task.name} params")
+    return create_model("FolderParams", __config__=config, **fields)
 
 
 def parse_metrics(
@@ -175,6 +177,10 @@ class FolderTask(Task):
         if spec.work == "code":
             text += f" You may edit: {', '.join(self.editable())}."
         return text
+
+    def time_limit_s(self, options: dict[str, Any]) -> float:
+        """The folder's `timeout_s`: a script past it is stopped (the sandbox's limit adds a margin)."""
+        return float(self.loaded.spec.task.timeout_s)
 
     def agent_profile(self) -> AgentProfile:
         if self.loaded.agent is not None:
