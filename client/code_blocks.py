@@ -12,8 +12,8 @@ from autoresearch_mcp.contract.functions import all_functions, functions_in
 
 def cut_off(code: str, current: str) -> str | None:
     """Why a whole-file reply is plainly the start of one (None if it is not): a function that returns
-    a value in the current train.py and, in the reply, never does. Taken as the whole file, the 1.5B
-    model's first 11 lines of a 148-line function became train.py v3, every later version built on it."""
+    a value in the current train.py and, in the reply, never does. Taken as the whole file, a reply cut
+    short would become the version every later one builds on."""
     try:
         new, old = ast.parse(code), ast.parse(current)
     except SyntaxError:
@@ -30,9 +30,9 @@ def cut_off(code: str, current: str) -> str | None:
 
 def part_of_file(code: str, current: str, files: list[str] | None = None) -> str | None:
     """Why a block taken as the whole new train.py plainly is not one (None if it may be): it lacks
-    functions train.py defines, or, in a file without functions, most of its lines. Qwen2.5-Coder-1.5B
-    answered a 53-line train.py with a 6-line block defining a helper of its own; taken as the file,
-    it crashed, and the model reverted back and forth between the two until it gave up."""
+    functions train.py defines, or, in a file without functions, most of its lines. A short block that
+    defines a helper of its own is meant to go into the file, not to replace it; taken as the file, it
+    crashes, and the version to revert to is no longer the one in view."""
     have = {f.name for f in all_functions(code, files)}
     lacking = [f.name for f in all_functions(current, files) if f.name not in have]
     if lacking:
@@ -57,9 +57,9 @@ def part_of_file(code: str, current: str, files: list[str] | None = None) -> str
 
 def _head_missing(code: str, current: str) -> list[str]:
     """The module-level names the block reads, that train.py binds (imports, assignments) and the block
-    never does: the top of the file left out. Qwen2.5-Coder-1.5B answered digits-mlp's whole-file turn
-    with the file from `W2 = rng.normal(...)` to its end, five times on two seeds; taken as the file,
-    each crashed on `rng`, and sent again it was refused as a repeat of a version that crashed."""
+    never does: the top of the file left out (a file quoted from its middle, `W2 = rng.normal(...)`
+    onwards). Taken as the file it crashes on the missing name, and sent again it is refused as a
+    repeat of a version that crashed."""
     try:
         block, whole = symtable.symtable(code, "block", "exec"), symtable.symtable(current, "train", "exec")
     except SyntaxError:
@@ -119,7 +119,7 @@ def function_versions(
 
 def _only_definitions(source: str) -> bool:
     """Whether a file holds only imports, functions, classes and its docstring (no code at module level:
-    digits-mlp's train.py trains in a loop there, and a block with its one function is not all of it)."""
+    a script that trains in a loop there is more than a block with its one function)."""
     try:
         body = ast.parse(source).body
     except SyntaxError:
@@ -138,8 +138,8 @@ PROMPT_LABEL = re.compile(r"^(?:Benchmark:|=== Iteration \d+)", re.MULTILINE)
 def parse_code(text: str) -> str | None:
     """The proposed source: after `CODE:` at the start of a line (fenced or not), else the last fenced
     python block holding a `def` (small models often drop the marker and answer with a plain code block).
-    A marker elsewhere is not one: the 1.5B model echoed "Reply with CODE: and the complete file." after
-    its block, or opened the block with `# CODE:`, and the prose after either was taken for the code."""
+    A marker elsewhere is not one: a reply that echoes "Reply with CODE: and the complete file." after
+    its block, or opens the block with `# CODE:`, would have its prose taken for the code."""
     found = CODE_MARKER.search(text)
     if found is not None:
         body = text[found.end() :].strip("\n")
@@ -150,9 +150,9 @@ def parse_code(text: str) -> str | None:
         if not blocks:
             return None
         body = blocks[-1]
-    # The stateless prompt lists each version as `Code:`, the code, `Benchmark:`, its result, unfenced;
-    # Qwen2.5-Coder-1.5B ended 6 of 10 whole files with "Benchmark:" (and "Not run yet."), each refused
-    # as invalid syntax. No Python line is a bare label at column 0, so the code ends there.
+    # The stateless prompt lists each version as `Code:`, the code, `Benchmark:`, its result, unfenced,
+    # and a reply that follows that layout ends its file with "Benchmark:" (invalid syntax). No Python
+    # line is a bare label at column 0, so the code ends there.
     body = PROMPT_LABEL.split(body, maxsplit=1)[0]
     body = body.strip("\n") + "\n"
     return body if body.strip() else None

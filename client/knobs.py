@@ -2,9 +2,8 @@
 of them to name to a model whose reply changed nothing.
 
 A small model that has no idea left answers a code turn with the file it already has, a revert to the
-version it is on, or DONE (Qwen2.5-Coder-1.5B on digits-mlp: `REVERT v2` on v2 twice, then "DONE: No
-idea is left", with 14 of 15 experiments left). Asked again for "an idea you have not tried", it does
-the same. Named one concrete change, as the exact-repeat hint names a param, it writes the code for it:
+version it is on, or an early DONE, and a request for "an idea you have not tried" gives it nothing new
+to act on. Named one concrete change, as the exact-repeat hint names a param, it has something to write:
 the file's own constants are changes any task's script can take, whatever it trains.
 """
 

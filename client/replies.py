@@ -15,8 +15,8 @@ from autoresearch_mcp.contract.functions import all_functions
 
 
 def says_done(reply: str) -> bool:
-    """The model ends the run: DONE anywhere, or a reply that opens with "Done:" in any case (after
-    "Done: No further changes necessary." was refused, Qwen2.5-Coder-1.5B sent it five more times)."""
+    """The model ends the run: DONE anywhere, or a reply that opens with "Done:" in any case (refusing
+    "Done: No further changes necessary." for its spelling only brings it back)."""
     return "DONE" in reply or re.match(r"\W*done\W*:", reply, re.IGNORECASE) is not None
 
 
@@ -36,8 +36,8 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
 
 
 # A revert is a line that says so (`REVERT v3`, `Revert to v3`, `**revert: 3**`): "Change the learning
-# rate to 0.1 (revert... v3)", with no code, is not one (Qwen2.5-Coder-1.5B, seed 456 of digits-mlp:
-# read as reverts, six such replies changed nothing).
+# rate to 0.1 (revert... v3)", with no code, is not one: read as a revert, a reply that means a change
+# would change nothing.
 _REVERT_LINE = re.compile(
     r"^[\s*#>`_]*revert\b\W*(?:to\W*)?(?:version\W*)?v?(?P<version>\d+)", re.IGNORECASE | re.MULTILINE
 )
@@ -74,10 +74,9 @@ def read_text_reply(text: str, current: str, ran_well: bool, files: list[str] | 
     empty SEARCH) over edits."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     if (opening := _REVERT_LINE.match(first)) is not None:
-        # "REVERT v1" then the current version's function again (Qwen2.5-Coder-1.5B, four times) is a
-        # revert: read as that function, each was refused as no change. "REVERT v2" then a whole new
-        # train.py while v2 was current (five times) is the new file: read as a revert, each changed
-        # nothing, and the model gave up.
+        # "REVERT v1" then the current version's function again is a revert: read as that function,
+        # it would be refused as no change. "REVERT v2" then a whole new train.py while v2 is current
+        # is the new file: read as a revert, it would change nothing.
         code = _code_reply(text, current, files)
         if code.action in ("source", "functions") and _changes(code, current, files):
             return code

@@ -272,9 +272,9 @@ async def run_session(
 
 async def defaults_first(rc: ResearchClient, run_id: str) -> Run:
     """Record the task's defaults as the run's first experiment, before any model is asked: the
-    baseline every later proposal is measured against, in every mode alike. Asked to start, a small
-    model invents a whole configuration instead (Qwen2.5-Coder-1.5B wrote `{}` in none of 24 tries,
-    whatever the words), and its run then searches around that guess. A refusal is left to the agent:
+    baseline every later proposal is measured against, in every mode alike. Asked to start, a model may
+    invent a whole configuration instead of the defaults, and its run then searches around that guess;
+    measured first, the defaults make every mode start from the same place. A refusal is left to the agent:
     the model is asked then, as with `--first model`. Only a new run with a budget of 2 or more gets it
     (run_session): a budget of 1 is the model's."""
     await rc.call(RunExperimentArgs(params={}, run_id=run_id, note="the defaults (--first defaults)"))

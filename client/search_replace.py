@@ -5,7 +5,7 @@ import re
 
 from autoresearch_mcp.client.code_blocks import parse_code
 
-# Edits in the forms Qwen2.5-Coder-1.5B wrote when asked for aider's: the search lines end at a
+# Edits in the forms small models write when asked for aider's: the search lines end at a
 # ======= line and start after a SEARCH line (with or without <<<<<<<) or an opening ``` fence; the
 # replacement runs to >>>>>>> REPLACE, a closing fence or the end. Or SEARCH and REPLACE labels over
 # fenced blocks (the SEARCH label sometimes left out), or `Search: ...` / `Replace with: ...` on one line
@@ -22,8 +22,8 @@ _INLINE_EDIT = re.compile(
     r"^[^\w\n]*SEARCH[ \t]*:?[ \t]*(`?)([^`\n]+)\1[ \t]*\n[^\w\n]*REPLACE(?:[ \t]+WITH)?[ \t]*:?[ \t]*(`?)([^`\n]*)\3[ \t]*$",
     re.MULTILINE | re.IGNORECASE,
 )
-# "Replace `a` with `b`." or "Change `a` to `b`" in prose, quoted with backticks or quotes (its first
-# reply on seed 42 held five; seed 123 wrote the second).
+# "Replace `a` with `b`." or "Change `a` to `b`" in prose, quoted with backticks or quotes: a model that
+# describes its edits instead of marking them still means them.
 _PROSE_EDIT = re.compile(
     r"\b(?:replace|change)\s+(?:the\s+line\s+)?([`'\"])(.+?)\1\s+(?:with|to)\s+([`'\"])(.*?)\3", re.IGNORECASE
 )
@@ -45,7 +45,7 @@ def parse_edits(text: str) -> list[tuple[str, str]] | None:
 
 def whole_file_edit(edits: list[tuple[str, str]]) -> str | None:
     """One edit with an empty SEARCH whose replacement holds a function: a whole new file, as aider reads
-    an empty SEARCH. Qwen2.5-Coder-1.5B answered "SEARCH/REPLACE edits:", "=======", then the file."""
+    an empty SEARCH (a reply of "SEARCH/REPLACE edits:", "=======", then the file)."""
     if len(edits) == 1 and not edits[0][0].strip() and "def " in edits[0][1]:
         return edits[0][1]
     return None

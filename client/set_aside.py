@@ -1,8 +1,7 @@
 """The functions a code turn stops showing for a while: those whose new versions failed again and again.
 
-Shown department_stats (the hottest, a third of the time) and its wrong output, Qwen2.5-Coder-1.5B sent
-the same wrong rewrite five times in one run and never saw count_people, a loop it could have replaced
-with a Counter. A careful engineer who cannot get one function right goes back to the last version that
+A turn that keeps showing the hottest function and its wrong output invites the same wrong rewrite
+again, and the next hot spot, perhaps an easy one, is never shown. A careful engineer who cannot get one function right goes back to the last version that
 worked and takes the next hot spot. The stateful agent does that: after SET_ASIDE_AFTER failed
 experiments in a row that changed a function, train.py goes back to the best version (the original
 when nothing has run well) and the focus moves to the next function of the profile. When every profiled

@@ -31,11 +31,10 @@ def select_window(turns: list[Turn], window: int | None, keep_failed: bool = Fal
 
 def text_messages(first: Message, window: list[Turn]) -> list[Message]:
     """Text replies: the turn message, then the window, where a refused reply is not replayed: only
-    what was wrong with it, added to the user message before it (the latest of a streak). Shown its own
-    refused reply, Qwen2.5-Coder-1.5B sent it again word for word (nine times in a row on one run).
-    A revert is not replayed either, only its result: the turn message already shows the file it put
-    back. Shown "REVERT v1", then its answer, the same model sent REVERT v2, v3... v9 (seed 456 of
-    digits-mlp), one version higher each call, until the failure streak ended the run."""
+    what was wrong with it, added to the user message before it (the latest of a streak). A model
+    shown its own refused reply tends to send it again word for word. A revert is not replayed either,
+    only its result: the turn message already shows the file it put back, and a replayed "REVERT v1"
+    with its answer reads as a pattern to continue (v2, v3, ...)."""
     messages, note = [first], ""
     for turn in window:
         if turn.refused:
@@ -71,10 +70,9 @@ def _calls_key(turn: Turn) -> str:
 
 def _without_earlier_refusals(window: list[Turn]) -> list[Turn]:
     """Of the refused replies, only the latest shows, and not even that once the same call was made
-    again. Shown each of its refused calls, a small model continued them as a sequence
-    (Qwen2.5-Coder-1.5B sent gamma 21, 22, 24, 25, 28, 29, 31 against a bound of 20, each one refused)
-    or sent one of them yet again (five times in a row); each cost tokens and said nothing the latest
-    refusal does not."""
+    again. Shown each of its refused calls, a small model may continue them as a sequence (a value
+    stepping on past its bound, each step refused) or send one of them yet again; each costs tokens and
+    says nothing the latest refusal does not."""
     refused = {i for i, turn in enumerate(window) if _is_refused(turn)}
     last = max(refused, default=-1)
     latest = {_calls_key(turn): i for i, turn in enumerate(window)}  # a call sent again, then done

@@ -16,7 +16,8 @@ Two instruments, because neither alone is right at both levels:
   is taken out (calibrate), and tracing stops after `max_events` line events: a long run is traced in
   its first part, then runs at full speed.
 CPU time, not wall time: on a loaded machine the process is descheduled now and then, and a wall clock
-gives the whole pause to whatever line it fell on (83% to one line, in one run on 2 busy cores).
+gives the whole pause to whatever line it fell on, so on a busy machine one line seems to take most of
+the time.
 
 A profile is advice for whoever optimises the code, never a verdict: it runs in processes apart from
 the timed calls, and the code it measures can disturb it (its own signal handlers or sys.settrace).

@@ -324,8 +324,8 @@ class ExperimentService:
 
 
 def _where_edits_go(result: ExperimentResult) -> str:
-    """After a version that is not the best: the next edit changes it, not the best (a model that built
-    on a rejected version carried its faults into the next ones)."""
+    """After a version that is not the best: the next edit changes it, not the best (an edit built on a
+    rejected version, unknowingly, carries its faults into the next ones)."""
     exp, best = result.experiment, result.best
     if result.is_new_best or best is None or exp.artifact_version == best.artifact_version:
         return ""

@@ -136,8 +136,8 @@ def _defaults(task: Task) -> dict[str, Any]:
 def least_varied(store: Store, run: Run, earlier: Run | None, task: Task, best: dict[str, Any]) -> str:
     """The param with the fewest distinct values tried so far, as a change of the best's value: where
     an untried change is most likely. Ties rotate with each experiment (by schema order at first): a
-    small model that copies the best configuration needs a name to change, and named the same param
-    turn after turn it stopped changing it. A run started from an earlier one counts the earlier
+    model that copies the best configuration needs a name to change, and the same name every turn
+    stops being read. A run started from an earlier one counts the earlier
     run's experiments too, so it goes on where that run left off instead of varying again, in the
     same order, what it varied most."""
     names = list(task.params_model.model_fields)
@@ -181,8 +181,8 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
         where = f"#{best.iteration}" + ("" if has_params else f", train.py v{best.artifact_version}")
         params = ""
         if best.params:
-            # As changes from the defaults: the whole configuration in the fewest tokens. Shown all
-            # nine values, a small model copied them back in 40 of 46 replies.
+            # As changes from the defaults: the whole configuration in the fewest tokens, and no full
+            # list of values for a reply to copy back unchanged.
             changed = _changed(best.params, _defaults(task))
             shown = task.format_params(_in_schema_order(changed, task))
             params = f": {shown}, others default" if changed else ": defaults"
@@ -291,9 +291,8 @@ def earlier_run_lines(store: Store, run: Run, earlier: Run | None, task: Task) -
 
 def earlier_worst(store: Store, earlier: Run, task: Task, best: Experiment | None) -> list[str]:
     """The earlier run's failed approaches as its experiments show them, for models that write no
-    notes (a small model under a forced tool call never does, and went back to gamma=4 three times
-    within one run once the row had left the summary): its latest failures, then (params tasks) its
-    worst results."""
+    notes (a forced tool call leaves no room for one, and an approach whose row has left the summary
+    is tried again): its latest failures, then (params tasks) its worst results."""
     failed = [
         exp
         for status in ("crash", "timeout", "incorrect")

@@ -25,8 +25,8 @@ SHOWN_SHARES = 5  # functions named in the time line, hottest first
 SHOWN_LINES = 3  # the hottest function's slowest lines named
 LINE_CHARS = 50
 # A file this short is shown whole when no function can be singled out (the time is spent at module
-# level, or there is no profile yet): digits-mlp's 53-line train.py trains in its module's loop, and
-# naming its one helper function left the model guessing at the rest.
+# level, or there is no profile yet): a short script that trains in its module's loop has no function
+# that stands for it, and one helper shown alone leaves the rest to guesswork.
 WHOLE_FILE_LINES = 80
 FAILURE_CHARS = 400  # of the failed version's error headline
 WHOLE_FILE_HEADER = "train.py (current):"

@@ -3,8 +3,8 @@
 import difflib
 
 # How a text reply writes an edit (aider's form, which code models are trained on), for the agent's
-# prompts and the task profiles alike. A concrete example, not placeholders: a placeholder is what a
-# small model copies, and the markers came back empty.
+# prompts and the task profiles alike. A concrete example, not placeholders: a model copies the
+# example's shape, and copied placeholders make edits with empty markers.
 EDIT_FORM = (
     "<<<<<<< SEARCH\n    for i in range(len(items)):\n        total += items[i]\n=======\n"
     "    for item in items:\n        total += item\n>>>>>>> REPLACE"

@@ -153,8 +153,8 @@ class OpenAILLM:
         self.tool_results_as_text = (
             tool_results_as_text  # None: ask the server (/v1/models) on the first call
         )
-        # "auto" (None) lets the model choose; a tool name forces that call every turn, which small
-        # local models need (given a choice, a 1.5B model tends to answer in prose instead).
+        # "auto" (None) lets the model choose; a tool name forces that call every turn, for small local
+        # models, which given a choice tend to answer in prose.
         self.tool_choice = tool_choice
         self.name = f"openai:{model or 'auto'}"
         self.max_tokens = max_tokens
@@ -211,8 +211,8 @@ class OpenAILLM:
                 params["tool_choice"] = {"type": "function", "function": {"name": self.tool_choice}}
         elif request.json_reply and self.tool_choice not in (None, "auto"):
             # Forcing the tool, where the model writes the tool's arguments as text: force JSON (a
-            # grammar on llama.cpp, nothing added to the prompt). Asked in words alone,
-            # Qwen2.5-Coder-1.5B ended a run with DONE at 9 of 15 and wrapped replies in prose.
+            # grammar on llama.cpp, nothing added to the prompt): words alone do not keep a small model
+            # from wrapping its reply in prose, or from ending the run early.
             params["response_format"] = {"type": "json_object"}
         if self.seed is not None:
             # One seed per call, derived from the run's (runs with nearby seeds do not share a

@@ -1,6 +1,6 @@
 """The scripted double with a small model's habits: a robustness double for the default tests.
 
-Real small models (Qwen2.5-Coder-1.5B in our transcripts) copy the best configuration from the summary,
+Small models copy the best configuration from the summary,
 send a refused call again, put the params at the top level of a tool that nests them in `params` (or,
 offered them at the top level, a value past its bound), and break the indentation of code they edit. This double does each of those on a fixed schedule (every third call
 misbehaves, cycling through the habits that fit the task; a refused call is sent once more right away),

@@ -158,9 +158,9 @@ _UNDEFINED = re.compile(r"^NameError: name '(?P<name>\w+)' is not defined")
 def exception_line(traceback: str, modules: Collection[str] = ()) -> str | None:
     """`ModuleNotFoundError: No module named 'keras'`: the last line of `traceback` that names an
     exception, clipped, with what it means where Python's words leave a model guessing; None without
-    one. `modules` are the names the script's own folder can import (`prepare` for prepare.py). Told
-    only the failing line (`from keras.models import Sequential`), Qwen2.5-Coder-1.5B sent keras again
-    in five versions of digits-mlp's train.py."""
+    one. `modules` are the names the script's own folder can import (`prepare` for prepare.py). The
+    exception, not just the failing line: `from keras.models import Sequential` alone does not say the
+    module is missing, and a model told only that line tends to import it again."""
     for text in reversed(traceback.splitlines()):
         if _EXCEPTION.match(text.strip()):
             return text.strip()[:200] + _meaning(text.strip(), modules)
@@ -175,11 +175,10 @@ def _meaning(exception: str, modules: Collection[str] = ()) -> str:
     """What Python's words leave a small model guessing.
 
     An UnboundLocalError means the function assigns the name somewhere (`W2 -= ...`), which makes it
-    local in the whole function: told only Python's message, the 1.5B model moved a training loop into
-    a function that updates module-level weights six versions in a row. A NameError on a module's name
-    means a missing import: told only "name 'json' is not defined", it sent the same file, without
-    `import json`, three times (seed 42 of digits-mlp), and a stateless run dropped `import prepare`, the
-    folder's own module, from seven versions."""
+    local in the whole function; Python's message names the symptom, not that cause, so a fix guessed
+    from it repeats the assignment. A NameError on a module's name means a missing import, which
+    "name 'json' is not defined" does not say, least of all for the folder's own modules
+    (`import prepare`)."""
     if (unbound := _UNBOUND.match(exception)) is not None:
         name = unbound["name"]
         return f" (the function assigns {name}, so {name} is local in all of it: `global {name}` for the module's)"

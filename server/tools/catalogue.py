@@ -35,7 +35,7 @@ SANITY_BOUNDS = {"minimum", "maximum", "maxItems"}
 # seed), and a call that needs another value names it.
 DEFAULTS_SHOWN = {"budget", "base"}
 # An argument's words as a host's model reads them, every turn: shorter than the contract's (which the
-# bundled agent's small model reads, as its committed runs did), or none where the name says it (None).
+# bundled agent reads, and its committed token counts depend on), or none where the name says it (None).
 HOST_WORDS: dict[str, str | None] = {
     "task": None,
     "budget": "experiments it may record",

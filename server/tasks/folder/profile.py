@@ -94,9 +94,9 @@ def profile(spec: FolderSpec, params: type[BaseModel], editable: list[str]) -> A
             "in one ```python block)."
         )
     else:
-        # Nothing singles out a function (no profile): the file is the unit. Offered functions, edits
-        # and whole files on digits-mlp, Qwen2.5-Coder-1.5B mixed the three forms in one reply; the
-        # stateless baseline, asked for the whole file only, sent whole files. Edits still work.
+        # Nothing singles out a function (no profile): the file is the unit. Asked for the whole file
+        # only, a reply has one form to follow; offered functions, edits and whole files at once, a
+        # reply may mix them. Edits still work.
         turn_shows = (
             f"Each turn shows the run's summary and the code to work on ({shown} whole while it is "
             "short, or the function that just failed)."
