@@ -40,7 +40,9 @@ from autoresearch_mcp.server.reeval import reevaluate
 from autoresearch_mcp.server.store import BestChanged, Incumbent, Keep, RunRef, Store
 from autoresearch_mcp.server.store.db import sha256
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, Verdict, execute_safely
+from autoresearch_mcp.server.tasks.intervals import LEVEL
 from autoresearch_mcp.server.tasks.registry import Tasks
+from autoresearch_mcp.server.tasks.speed import pooled_verdict
 from autoresearch_mcp.server.text import check_text
 
 log = logging.getLogger(__name__)
@@ -226,10 +228,20 @@ class ExperimentService:
         seeds = int(trial.run.config.get("reeval_seeds", 0))
         if seeds and measured.outcome.status == "ok" and self._would_keep(trial, measured.outcome):
             return reevaluate(self, trial, measured, seeds, measure or self.measure)
-        done = self.record(trial, measured, lambda best: trial.task.verdict(measured.outcome, best))
+        done = self.record(trial, measured, lambda best: self._verdict(trial, measured.outcome, best))
         result = self.conclude(trial.run, done.experiment, self._profile(trial, measured.outcome))
         edits = _where_edits_go(result) if trial.task.experiment_tool == ToolName.RUN_BENCHMARK else ""
         return result.model_copy(update={"message": done.why + edits})
+
+    def _verdict(self, trial: Trial, outcome: Outcome, best: Incumbent | None) -> Verdict:
+        """The task's rule, except for a timed re-measurement of the best itself (the same params on
+        the same code): compared with itself it could only be "not surely faster"; its samples are
+        pooled with the best's instead (pooled_verdict)."""
+        if trial.task.noisy and best is not None and trial.experiment.params == best.experiment.params:
+            bests = self.store.artifacts.get(trial.run.id, best.experiment.artifact_version)
+            if bests.sha256 == sha256(trial.source):
+                return pooled_verdict(best, outcome.samples, LEVEL)
+        return trial.task.verdict(outcome, best)
 
     def _profile(self, trial: Trial, outcome: Outcome) -> Profile | None:
         """The profile to return with an experiment: the one just measured, or, for a version that ran

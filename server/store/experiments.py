@@ -33,11 +33,14 @@ def better(value: float, than: float, direction: Literal["max", "min"]) -> bool:
 @dataclass(frozen=True)
 class Incumbent:
     """The run's best experiment as a keep rule sees it: `value` is its metric, or the mean over its
-    re-evaluations where it has one; `samples` its stored raw measurements."""
+    re-evaluations where it has one; `samples` its stored raw measurements, pooled with those of its
+    re-measurements (the same params on the same code, measured after it became the best: `pooled`
+    of them)."""
 
     experiment: Experiment
     value: float
     samples: list[float] = field(default_factory=list)
+    pooled: int = 0
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,15 @@ class BestChanged(Exception):
 
 # The exact-repeat lookup names its index: ordered by iteration, the planner would rather walk the
 # (run_id, iteration) index over the whole run than sort the one or two rows this index finds.
+# The best's re-measurements: the same params on the same code (any version with the best's source),
+# measured ok after it, with their raw samples.
+REMEASURED = (
+    "SELECT e.samples_json FROM experiments e JOIN artifacts a"
+    " ON a.run_id = e.run_id AND a.version = e.artifact_version"
+    " WHERE e.run_id = ? AND e.params_key = ? AND e.iteration > ? AND e.status = 'ok'"
+    " AND e.samples_json IS NOT NULL"
+    " AND a.sha256 = (SELECT sha256 FROM artifacts WHERE run_id = ? AND version = ?) ORDER BY e.iteration"
+)
 EARLIER_RUN = (
     "SELECT * FROM experiments INDEXED BY experiments_by_run_key"
     " WHERE run_id = ? AND params_key = ? AND artifact_version = ? AND status != 'interrupted'"
@@ -237,7 +249,13 @@ class ExperimentStore(ExperimentReads):
         assert exp.metric is not None  # (the query's condition)
         value = exp.metrics.get(f"{config.get('metric', 'metric')}_mean", exp.metric)
         samples = json.loads(row["samples_json"]) if row["samples_json"] else []
-        return Incumbent(experiment=exp, value=value, samples=samples)
+        again = conn.execute(
+            REMEASURED, (run_id, row["params_key"], exp.iteration, run_id, exp.artifact_version)
+        )
+        pooled = [json.loads(found["samples_json"]) for found in again.fetchall()]
+        if samples:
+            samples = [*samples, *(value for more in pooled for value in more)]
+        return Incumbent(experiment=exp, value=value, samples=samples, pooled=len(pooled) if samples else 0)
 
     def _best_row(
         self, conn: sqlite3.Connection, run_id: str, direction: str, exclude: int | None = None

@@ -15,6 +15,7 @@ from autoresearch_mcp.server.tasks.intervals import (
     SPEEDUP_LEVEL,
     Ratio,
     interval_words,
+    median_interval,
     paired_ratio_interval,
     ratio_interval,
 )
@@ -153,6 +154,21 @@ def speed_verdict(outcome: Outcome, best: Incumbent | None, level: float) -> Ver
         said = _interval(ratio.estimate, ratio.low, ratio.high)
         return _surely(ratio.low, ratio.high, f"{said} {against}, from stored timings")
     return None
+
+
+def pooled_verdict(best: Incumbent, samples: list[float], level: float) -> Verdict:
+    """A re-measurement of the best is no rival to it: not kept, and its timings join the best's
+    (Store pools them), narrowing the interval of the best's median time; said with both intervals."""
+    said = f"not kept: a re-measurement of the best (#{best.experiment.iteration})"
+    if not best.samples or not samples:
+        return Verdict(False, f"{said}, whose timings are not stored: nothing to pool")
+    pooled = [*best.samples, *samples]
+    before, after = median_interval(best.samples, level), median_interval(pooled, level)
+    return Verdict(
+        False,
+        f"{said}: its {len(samples)} timings join the best's, {len(pooled)} now; median "
+        f"{statistics.median(pooled):.4g} ms {interval_words(*after)} (was {interval_words(*before)})",
+    )
 
 
 def _interval(estimate: float, low: float, high: float) -> str:

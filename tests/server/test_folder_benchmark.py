@@ -152,3 +152,34 @@ async def test_profile_train_py_answers_for_a_benchmark_folder_before_any_benchm
     head, hottest, *rest = text.splitlines()
     assert head.startswith("train.py v2 (") and hottest.startswith("total ") and "fast.py:1-2)" in hottest
     assert "slowest lines of total:" in rest and "{" not in text
+
+
+async def test_remeasuring_the_best_pools_its_timings_with_the_bests_instead_of_judging_it_against_itself(
+    tmp_path: Path,
+) -> None:
+    folder = summing_folder(tmp_path)
+    slow = "def total(values):\n    out = 0\n    for _ in range(1500):\n        out = sum(v for v in values)\n    return out\n"
+    (folder / "fast.py").write_text(slow)
+    (folder / "autoresearch.toml").write_text(
+        TOML.format(edit='["fast.py"]').replace("calls = 4", "calls = 10")
+    )
+    research = Research(ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)]))
+    async with Client(build_server(research), raise_exceptions=True) as client:
+        run_id = (await client.call_tool("start_run", {"task": "summing", "budget": 3})).structured_content[
+            "run_id"
+        ]
+        edit = {"run_id": run_id, "description": "sum once", "source": ORIGINAL}
+        assert not (await client.call_tool("modify_train_py", edit)).is_error
+        first = await client.call_tool("run_benchmark", {"run_id": run_id})
+        assert first.structured_content["is_new_best"], first.content
+        again = await client.call_tool("run_benchmark", {"run_id": run_id, "remeasure": True})
+        best = research.store.incumbent(run_id)
+    said = again.structured_content["message"]
+    assert not again.structured_content["is_new_best"] and again.structured_content["best"]["iteration"] == 1
+    assert said.startswith(
+        "not kept: a re-measurement of the best (#1): its 10 timings join the best's, 20 now"
+    )
+    assert "not surely faster" not in said
+    assert (
+        best is not None and best.experiment.iteration == 1 and len(best.samples) == 20 and best.pooled == 1
+    )
