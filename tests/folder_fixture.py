@@ -89,3 +89,17 @@ FASTER_PAIRWISE_CLOSE = (
     "                pairs.append((i, j))\n"
     "    return sorted(pairs)\n"
 )
+
+
+def small_slow_function(where: Path, points: int = 150, calls: int = 3) -> Path:
+    """A copy of examples/tasks/slow-function timed on fewer points and calls: what a test of the path
+    needs, at a twentieth of the example's benchmark."""
+    import shutil
+
+    source = Path(__file__).resolve().parents[1] / "examples" / "tasks" / "slow-function"
+    folder = Path(shutil.copytree(source, where / "slow-function"))
+    bench = folder / "bench.py"
+    bench.write_text(bench.read_text().replace("POINTS, RADIUS = 600,", f"POINTS, RADIUS = {points},"))
+    toml = folder / "autoresearch.toml"
+    toml.write_text(toml.read_text().replace("calls = 10", f"calls = {calls}"))
+    return folder

@@ -8,11 +8,10 @@ import pytest
 
 from autoresearch_mcp.client.run_cmd import run_session
 from autoresearch_mcp.client.task_folder import resolve_task_folder
-from conftest import ROOT, run_args
+from conftest import run_args
 from fakes import FakeOpenAIServer, chat_completion
-from folder_fixture import FASTER_PAIRWISE_CLOSE
+from folder_fixture import FASTER_PAIRWISE_CLOSE, small_slow_function
 
-SLOW = ROOT / "examples" / "tasks" / "slow-function"
 FASTER = FASTER_PAIRWISE_CLOSE  # the same output, about 2x
 
 
@@ -20,12 +19,13 @@ FASTER = FASTER_PAIRWISE_CLOSE  # the same output, about 2x
 async def test_the_stateful_turn_shows_the_profiled_function_of_the_users_file_and_runs_its_new_def(
     tmp_path: Path, agent_server_env: None
 ):
-    before = (SLOW / "slow.py").read_text()
+    slow = small_slow_function(tmp_path)
+    before = (slow / "slow.py").read_text()
     with FakeOpenAIServer() as fake:
         fake.enqueue(chat_completion(f"Half the pairs, no sqrt.\n```python\n{FASTER}```"))
         args = run_args(
             tmp_path,
-            *("--task", str(SLOW), "--llm", "openai", "--base-url", fake.base_url),
+            *("--task", str(slow), "--llm", "openai", "--base-url", fake.base_url),
             *("--model", "qwen2.5-coder", "--iterations", "1", "--code-replies", "text"),
         )
         resolve_task_folder(args)  # as `autoresearch-mcp run --task PATH` does
@@ -43,4 +43,4 @@ async def test_the_stateful_turn_shows_the_profiled_function_of_the_users_file_a
         conn.close()
     assert status == "ok"
     assert FASTER in source  # slow.py defines nothing else: the block is the whole new file
-    assert (SLOW / "slow.py").read_text() == before  # the user's file was not written
+    assert (slow / "slow.py").read_text() == before  # the user's file was not written

@@ -149,7 +149,8 @@ def test_recursion_past_the_c_stack_is_a_crash_not_a_hang() -> None:
             nested = [nested]
         repr(nested)  # recurses in C, past the 8 MB stack
     """
-    result = run(source)
+    # a crash within the CPU limit; the wall limit leaves room for a loaded machine
+    result = run(source, QUICK.model_copy(update={"wall_s": 120}))
     assert result.status == "crash" and result.reason == "killed by signal SIGSEGV"
 
 

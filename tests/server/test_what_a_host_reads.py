@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import ToolListChangedNotification
 
 from autoresearch_mcp.client.meter import count
-from autoresearch_mcp.contract.env import ENV_COVTYPE, ENV_DATA_DIR
+from autoresearch_mcp.contract.env import ENV_COVTYPE, ENV_DATA_DIR, ENV_HPO_THREADS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "covtype_2k.csv.gz"
@@ -29,7 +29,8 @@ def readme_config(data_dir: Path) -> StdioServerParameters:
     README gives), the data found where this test keeps it."""
     entry = json.loads((ROOT / "examples" / "claude_desktop_config.json").read_text())["mcpServers"]
     server = entry["autoresearch"]
-    env = {**server["env"], ENV_DATA_DIR: str(data_dir), ENV_COVTYPE: str(FIXTURE)}
+    # one XGBoost thread, as every server the suite starts has: spare threads spin on a busy machine
+    env = {**server["env"], ENV_DATA_DIR: str(data_dir), ENV_COVTYPE: str(FIXTURE), ENV_HPO_THREADS: "1"}
     # The config's command is the venv's console script, which is `python -m autoresearch_mcp.server`.
     args = ["-P", "-m", "autoresearch_mcp.server", *server["args"]]
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(data_dir))
