@@ -43,6 +43,7 @@ class CountingProvider:
         return chat_completion(json.dumps(point), **usage)
 
 
+@pytest.mark.slow  # compare through another door: a run's billing is the scripted double's test
 def test_compare_against_a_provider_that_reports_usage_leads_with_what_it_counted(
     tmp_path: Path, agent_server_env: None
 ):

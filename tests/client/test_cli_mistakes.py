@@ -286,6 +286,7 @@ def test_every_output_of_a_named_scripted_run_says_it_came_from_the_test_double(
     assert running_runs(db) == []
 
 
+@pytest.mark.slow  # compare's own output: test_compare's three modes at once
 def test_compare_ends_by_saying_where_it_wrote_its_results(
     tmp_path: Path, toy_env: None, capsys: pytest.CaptureFixture[str]
 ):

@@ -5,6 +5,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from test_cli import cli_here
 
 from autoresearch_mcp.cli import main
@@ -28,6 +29,7 @@ def test_run_with_a_folder_path_registers_it_and_the_run_is_read_back_by_name(tm
     assert "bowl" in (tmp_path / "r.html").read_text()
 
 
+@pytest.mark.slow  # compare through another door: run takes the folder path in the default suite
 def test_compare_takes_a_folder_path_too(tmp_path: Path):
     folder = make_folder(tmp_path / "cmp")
     out = tmp_path / "results"

@@ -114,6 +114,7 @@ async def test_an_early_done_is_answered_and_a_done_at_half_the_budget_ends_the_
     assert "DONE is early: 3 of 4 experiments are left." in told and "Reply with one JSON object" in told
 
 
+@pytest.mark.slow  # JSON replies over a second provider: the OpenAI one is in the default suite
 @pytest.mark.asyncio
 async def test_over_the_anthropic_api_the_request_carries_no_tools_and_the_params_change_the_best(
     tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch

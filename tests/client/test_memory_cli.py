@@ -38,6 +38,7 @@ def toy_run(capfd: pytest.CaptureFixture[str], server: tuple[str, str], *extra: 
     return result.stdout
 
 
+@pytest.mark.slow  # from_run through the CLI: the server's side is test_memory's
 def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
     tmp_path: Path, server: tuple[str, str], capfd: pytest.CaptureFixture[str]
 ):
@@ -86,6 +87,7 @@ def test_run_from_run_latest_continues_the_previous_run_through_the_cli(
     assert any(line.startswith(later) and earlier in line for line in lines)
 
 
+@pytest.mark.slow  # from_run through the CLI: the server's side is test_memory's
 def test_the_stateless_baseline_started_from_a_run_has_its_re_measure_in_its_history(
     tmp_path: Path, server: tuple[str, str], capfd: pytest.CaptureFixture[str]
 ):

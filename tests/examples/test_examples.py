@@ -308,6 +308,7 @@ def test_each_example_without_key_or_endpoint_says_so_in_one_line_before_startin
     assert not (tmp_path / "runs.db").exists()
 
 
+@pytest.mark.slow  # an endpoint failing mid-run: the run's end is test_agents_e2e's provider failure
 @pytest.mark.parametrize(
     ("script", "drop"), [("anthropic_mcp_agent.py", "ANTHROPIC_"), ("openai_agents_agent.py", "OPENAI_")]
 )
