@@ -255,3 +255,19 @@ def test_the_readme_results_table_is_what_the_committed_results_say():
         assert paper_ratio == f"{summary['ratio'][key]:.1f}x", label
         checked += 1
     assert checked == 6
+
+
+def test_ci_runs_the_browser_and_conformance_markers_from_the_files_that_hold_them():
+    """.ci/run collects those two steps from their files alone: a test marked elsewhere would not run."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    for marker, where in (
+        ("browser", "tests/server/test_dashboard_browser.py"),
+        ("conformance", "tests/conformance"),
+    ):
+        assert f"-m {marker} -n 0 -rs {where}" in ci
+        holders = {
+            str(path.relative_to(ROOT))
+            for path in (ROOT / "tests").rglob("test_*.py")
+            if f"pytest.mark.{marker}" in path.read_text()
+        }
+        assert holders and all(holder.startswith(where) for holder in holders), holders
