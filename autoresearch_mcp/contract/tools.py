@@ -233,7 +233,7 @@ TOOLS = _tools(
         ToolName.SUBMIT_TRAINING_JOB,
         a.SubmitTrainingJobArgs,
         ADDITIVE,
-        "Params tasks ({params_tasks}): run_experiment's arguments, run in the background; returns a job_id.",
+        "Params tasks ({params_tasks}): run_experiment in the background, returning a job_id; several run at once.",
         "jobs",
     ),
     Tool(

@@ -205,3 +205,10 @@ async def test_without_run_id_a_call_never_lands_in_one_of_several_running_runs(
     refusal = result.meta["autoresearch/refusal"]
     assert refusal["kind"] == "ambiguous_run" and set(refusal["detail"]["running"]) == {one, two}
     assert one in refusal["message"] and two in refusal["message"] and "pass run_id" in refusal["message"]
+
+
+async def test_a_host_reads_that_jobs_measure_several_experiments_at_once(settings):
+    async with client_for(settings) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    submit = tools["submit_training_job"].description or ""
+    assert "several run at once" in submit and "job_id" in submit and "get_job" in tools
