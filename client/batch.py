@@ -10,11 +10,11 @@ import re
 from typing import Any
 
 from autoresearch_mcp.client.llm.base import LLMResponse
+from autoresearch_mcp.client.prompts import BATCH_WORDS
 from autoresearch_mcp.contract.tools import ToolName
 
-# The words are read by the scripted double as well (batch_size), as a model reads them.
-_BATCH_WORDS = "You may propose up to {k} experiments at once; they run in parallel"
-_BATCH_SIZE = re.compile(r"You may propose up to (\d+) experiments at once")
+# The words (prompts.py) are read by the scripted double as well (batch_size), as a model reads them.
+_BATCH_SIZE = re.compile(re.escape(BATCH_WORDS.partition("{k}")[0]) + r"(\d+)")
 
 
 def batch_turn(turn: str, k: int, json_replies: bool) -> str:
@@ -26,7 +26,7 @@ def batch_turn(turn: str, k: int, json_replies: bool) -> str:
         if json_replies
         else f"up to {k} run_experiment calls in one reply"
     )
-    return f"{turn} {_BATCH_WORDS.format(k=k)}: {how}."
+    return f"{turn} {BATCH_WORDS.format(k=k)}: {how}."
 
 
 def batch_size(text: str) -> int:

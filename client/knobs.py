@@ -9,6 +9,8 @@ the file's own constants are changes any task's script can take, whatever it tra
 
 import ast
 
+from autoresearch_mcp.client.prompts import knob_text
+
 Number = int | float
 
 
@@ -79,6 +81,5 @@ def knob_hint(current: str, tried: Tried, nth: int) -> str | None:
         value = now[name]
         fresh = [v for v in _steps(value, up_first) if v not in tried.get(name, set())]
         if fresh:
-            why = "; no version has changed it yet" if name in untouched else ""
-            return f"For example, set {name} = {fresh[0]} (it is {value}{why})."
+            return knob_text(name, fresh[0], value, name in untouched)
     return None

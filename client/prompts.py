@@ -1,7 +1,9 @@
-"""Prompt text: the stateful agent's per-turn message and hints (its system prompt comes with the task
-from the server), and the stateless baseline's single message in the paper's format (the instructions,
-then one line per earlier HPO experiment or every earlier version of the code in full, then the request
-for the next proposal)."""
+"""The agent's own words, in one file: what it answers a reply with (the nudges, the reply forms restated
+for each protocol, the small profile's hints and questions), and the stateless baseline's single
+message in the paper's format (the instructions, then one line per earlier HPO experiment or every
+earlier version of the code in full, then the request for the next proposal). What a model reads each
+turn (the summary, the code in focus, the request) and the task's system prompts are the server's
+(server/turn.py, the task's profile)."""
 
 import json
 from typing import Any
@@ -17,16 +19,34 @@ from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied
 
 NUDGE_TOOL = "Call a tool for the next experiment."
 NUDGE = "Call a tool for the next experiment, or reply DONE: <reason>."
-# For a code task whose profile has no text protocol of its own.
-TEXT_SYSTEM_PROMPT = (
-    "You improve train.py autonomously. Each turn shows the run's summary, where train.py spends its "
-    "time, and the code to work on. Reply with one line saying what you change and why, then the new "
-    "version of one function in a ```python block (one def, the same name and parameters; import lines "
-    f"above it go to the top of the file), or edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n"
-    "Each new version is run and measured at once. To go back to version N, reply REVERT v<N>. When no "
-    "idea is left, reply DONE: <reason>."
-)
 NO_EXPERIMENT_YET = "No experiment has run yet: call a tool to run the first one."
+# A refused text reply is not replayed: what was wrong with it is (window.py).
+NOT_USED = "Your last reply was not used."
+NO_JSON = "It held no JSON object of params."
+# The small profile: a second REVERT before anything ran again is refused (protocol_text.py).
+REVERTED_ALREADY = (
+    "train.py went back to an earlier version with your last REVERT, and nothing has run since: make a "
+    "change now."
+)
+# --batch K (batch.py): the offer, which the scripted double also reads (batch_size).
+BATCH_WORDS = "You may propose up to {k} experiments at once; they run in parallel"
+
+
+def revert_done(version: int, result: str) -> str:
+    return f"Your REVERT v{version} is done: {result}"
+
+
+def knob_text(name: str, value: object, now: object, untouched: bool) -> str:
+    """The small profile's suggestion after a code reply that changed nothing (knobs.py)."""
+    why = "; no version has changed it yet" if untouched else ""
+    return f"For example, set {name} = {value} (it is {now}{why})."
+
+
+def best_already(params: dict[str, Any], iteration: int) -> str:
+    """The small profile's words for a reply whose every value is the best's own (protocol_json.py)."""
+    values = " ".join(f"{name}={value}" for name, value in params.items())
+    held = "these values" if len(params) > 1 else "this value"
+    return f"{values} changed nothing: the best (#{iteration}) has {held} already"
 
 
 def json_nudge(example: str, offer_done: bool) -> str:

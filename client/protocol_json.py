@@ -10,6 +10,8 @@ from autoresearch_mcp.client.check import (
 )
 from autoresearch_mcp.client.llm.base import Message, ToolCall
 from autoresearch_mcp.client.prompts import (
+    NO_JSON,
+    best_already,
     json_nudge,
 )
 from autoresearch_mcp.client.replies import parse_json_object, says_done
@@ -44,7 +46,7 @@ class JsonReplies(StatefulBase):
                 return Turn(assistant=assistant, user=Message(role="user", text=said), refused=True)
             self.failures += 1
             self.refused(kind="unparsed_reply")
-            said = f"It held no JSON object of params. {json_nudge(example, self.may_finish(run))}"
+            said = f"{NO_JSON} {json_nudge(example, self.may_finish(run))}"
             return Turn(assistant=assistant, user=Message(role="user", text=said), refused=True)
         if set(params) == {"params"} and isinstance(params["params"], dict):
             params = params["params"]  # the server's own shape, sent nested
@@ -84,6 +86,4 @@ class JsonReplies(StatefulBase):
             return ""
         if repeat.iteration != best.iteration:
             return ""
-        values = " ".join(f"{name}={value}" for name, value in params.items())
-        held = "these values" if len(params) > 1 else "this value"
-        return f"{values} changed nothing: the best (#{best.iteration}) has {held} already"
+        return best_already(params, best.iteration)

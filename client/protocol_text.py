@@ -11,6 +11,8 @@ from autoresearch_mcp.client.check import (
 from autoresearch_mcp.client.connect import ToolOutcome
 from autoresearch_mcp.client.llm.base import Message, ToolCall
 from autoresearch_mcp.client.prompts import (
+    REVERTED_ALREADY,
+    revert_done,
     text_format,
     text_nudge,
 )
@@ -59,10 +61,7 @@ class TextReplies(StatefulBase):
                 self.failures += 1
                 self.refused(kind="second_revert")
                 turn.refused = True
-                went_back = self.with_idea(
-                    "train.py went back to an earlier version with your last REVERT, and nothing has run"
-                    " since: make a change now."
-                )
+                went_back = self.with_idea(REVERTED_ALREADY)
                 turn.user.text = f"{went_back} {self._format(offer_done)}"
                 return turn
             outcome = await self._text_call(turn, ToolName.REVERT_TRAIN_PY, {"version": reply.version})
@@ -72,7 +71,7 @@ class TextReplies(StatefulBase):
                 # call, so its profile counts them toward --max-failures' streak.
                 self.failures += 1 if self.small else 0
                 turn.reverted = True
-                turn.user.text = f"Your REVERT v{reply.version} is done: {turn.user.text}"
+                turn.user.text = revert_done(reply.version, turn.user.text)
             return turn
         arguments: dict[str, Any] = {"description": describe_reply(text)}
         if reply.functions is not None:

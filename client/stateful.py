@@ -26,9 +26,6 @@ from autoresearch_mcp.client.check import (
     finish,
 )
 from autoresearch_mcp.client.llm.base import LLMError, LLMRequest, Message
-from autoresearch_mcp.client.prompts import (
-    TEXT_SYSTEM_PROMPT,
-)
 from autoresearch_mcp.client.protocol_json import JsonReplies
 from autoresearch_mcp.client.protocol_text import TextReplies
 from autoresearch_mcp.client.protocol_tools import ToolReplies
@@ -53,7 +50,7 @@ class StatefulAgent(ToolReplies, JsonReplies, TextReplies):
         if json_mode:
             tools = []  # the agent makes the call: the model only writes its arguments
         system = (
-            (task.agent.text_system_prompt or TEXT_SYSTEM_PROMPT)
+            (task.agent.text_system_prompt or task.agent.system_prompt)
             if text_mode or json_mode
             else task.agent.system_prompt
         )

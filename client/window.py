@@ -6,6 +6,7 @@ import json
 from pydantic import BaseModel
 
 from autoresearch_mcp.client.llm.base import Message
+from autoresearch_mcp.client.prompts import NOT_USED
 
 
 class Turn(BaseModel):
@@ -38,7 +39,7 @@ def text_messages(first: Message, window: list[Turn]) -> list[Message]:
     messages, note = [first], ""
     for turn in window:
         if turn.refused:
-            note = f"Your last reply was not used. {turn.user.text}"
+            note = f"{NOT_USED} {turn.user.text}"
             continue
         if turn.reverted:
             note = turn.user.text

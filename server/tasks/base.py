@@ -8,6 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator
 
+from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPlan, TaskInfo
 from autoresearch_mcp.contract.profile import Profile
@@ -55,6 +56,14 @@ DEFAULT_PROFILES = {
         ),
         tools=CODE_TOOLS,
         how="Change train.py with modify_train_py, then call run_benchmark.",
+        text_system_prompt=(
+            "You improve train.py autonomously. Each turn shows the run's summary, where train.py spends "
+            "its time, and the code to work on. Reply with one line saying what you change and why, then "
+            "the new version of one function in a ```python block (one def, the same name and parameters; "
+            f"import lines above it go to the top of the file), or edits. {EDIT_RULE}, for example:\n"
+            f"{EDIT_FORM}\nEach new version is run and measured at once. To go back to version N, reply "
+            "REVERT v<N>. When no idea is left, reply DONE: <reason>."
+        ),
     ),
 }
 
