@@ -8,17 +8,10 @@ from codeopt_rewrites import REFERENCE_SOURCE
 
 from autoresearch_mcp.client.code_blocks import function_versions
 from autoresearch_mcp.client.replies import read_text_reply
-from autoresearch_mcp.contract.code_focus import (
-    Failure,
-    changed_functions,
-    focus_text,
-    held_functions,
-    in_focus,
-    shows_whole_file,
-)
+from autoresearch_mcp.contract.code_focus import changed_functions, held_functions, shows_whole_file
 from autoresearch_mcp.contract.functions import find_function, replace_function
 from autoresearch_mcp.contract.profile import FunctionTime, LineTime, Profile
-from autoresearch_mcp.server.turn import WHOLE_FILE_TURN
+from autoresearch_mcp.server.turn import WHOLE_FILE_TURN, Failure, focus_text, in_focus
 
 SOURCE = REFERENCE_SOURCE
 
