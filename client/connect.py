@@ -127,10 +127,6 @@ class ResearchClient:
         contents = (await self.client.read_resource(uri)).contents
         return contents[0].text  # type: ignore[union-attr]
 
-    async def summary(self, run_id: str) -> str:
-        """The summary in the words of the small-model profile this agent's prompts are written for."""
-        return await self._read(Uri.SMALL_SUMMARY.of(run_id=run_id))
-
     async def turn(
         self,
         run_id: str,
