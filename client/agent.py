@@ -44,8 +44,8 @@ class Agent:
         self._code_now = ""
         self.tried: Tried = {}
         self.ideas = 0
-        # The current train.py's last run failed: the change to ask for is its fix, not a setting (told
-        # "fix that ... For example, set HIDDEN = 64", the 1.5B model set HIDDEN and kept the crash).
+        # The current train.py's last run failed: the change to ask for is its fix, not a setting (a
+        # setting named beside the crash is taken instead of the fix, and the crash stays).
         self.code_broken = False
         self.provider_ratio = 1.0  # the provider's input count over the meter's, on the last call
         self.last_refusal: Refusal | None = None  # the server's, of the latest refused call

@@ -56,11 +56,11 @@ def json_nudge(example: str, offer_done: bool) -> str:
 
 
 def text_format(latest_version: int, offer_done: bool, whole_file: bool = False, revert: bool = True) -> str:
-    """What a text reply may be, offering only what can work now: Qwen2.5-Coder-1.5B answered a generic
-    "or REVERT v<N>" with `REVERT v3` when only v1 existed, and DONE before anything ran. `revert`
-    False: the reply being answered was a revert, and offered another it sent REVERT v2 four times over."""
-    # The same code form the turn asked for: a refusal that asked for "the function" after a turn that
-    # asked for the whole file drew half of each from the 1.5B model.
+    """What a text reply may be, offering only what can work now: a generic "or REVERT v<N>" invites a
+    version that does not exist, and DONE before anything ran. `revert` False: the reply being answered
+    was a revert, and offering another invites a chain of reverts that measures nothing."""
+    # The same code form the turn asked for: asking for another form in the refusal draws replies that
+    # mix both.
     options = [f"one line saying what you change, then {WHOLE_FILE_REPLY if whole_file else CODE_REPLY}"]
     if latest_version > 1 and revert:
         options.append(f"REVERT v<N> with N from 1 to {latest_version}")

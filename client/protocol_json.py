@@ -75,9 +75,9 @@ class JsonReplies(StatefulBase):
 
     def _best_already(self, params: dict[str, Any], run: Run) -> str:
         """Where a reply applied to the best (base="best") was refused as an exact repeat of the best
-        itself, every value it sent is the best's own: the words for it. Qwen2.5-Coder-1.5B sent
-        `{"max_depth": 12}` when the best had max_depth=12, and after "exact repeat of experiment #12"
-        alone sent the same again. Empty otherwise. The server judged the repeat (its detail names the
+        itself, every value it sent is the best's own: the words for it (told only "exact repeat of
+        experiment #12", a model that does not see its values are the best's sends them again). Empty
+        otherwise. The server judged the repeat (its detail names the
         experiment repeated), not this agent."""
         fixed = self.config.task.agent.fixed_arguments.get(ToolName.RUN_EXPERIMENT, {})
         repeat = self.last_refusal.details(RepeatDetail) if self.last_refusal is not None else None

@@ -56,8 +56,8 @@ class TextReplies(StatefulBase):
             return turn
         if reply.action == "revert":
             if self.reverted and self.small:
-                # One revert between experiments: a second measures nothing either, and the real model,
-                # answered after each, counted up REVERT v2, v3... v9 (seed 456 of digits-mlp).
+                # One revert between experiments: a second measures nothing either, and a model answered
+                # after each can count versions up without ever running one.
                 self.failures += 1
                 self.refused(kind="second_revert")
                 turn.refused = True
@@ -100,8 +100,8 @@ class TextReplies(StatefulBase):
 
     def _text_result(self, tool: str, outcome: ToolOutcome, offer_done: bool) -> str:
         """A modify or revert result. A refusal or a revert, which no benchmark follows, restates the
-        format: after "train.py has no version 3" or "train.py is now v4" alone the real model answered
-        DONE or "Done: The code was optimized..."."""
+        format: a bare "train.py has no version 3" or "train.py is now v4" reads like the end of a task,
+        and draws a DONE or a status report instead of code."""
         if outcome.ok:
             self.latest_version = max(self.latest_version, outcome.as_model(ArtifactInfo).version)
         if outcome.ok and tool in CHANGE_TOOLS:

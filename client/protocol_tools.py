@@ -30,8 +30,7 @@ class ToolReplies(StatefulBase):
         batch). A reply with none is a DONE (ending the run, or questioned where the profile says) or a
         reply to answer with what to do."""
         if not assistant.tool_calls:
-            # A DONE before anything ran well is a misfire (small models do this), not a decision:
-            # Qwen2.5-Coder-1.5B ended a 15-experiment run after one crash, "after the 14th run".
+            # A DONE before anything ran well is a misfire, not a decision: nothing measured backs it.
             if says_done(assistant.text) and run.best is not None:
                 question = self.early_done(run)
                 if question is None:
