@@ -223,10 +223,12 @@ class Task(ABC):
         `remeasure`."""
         return self.judged_by == "benchmark"
 
-    def time_limit_s(self, options: dict[str, Any]) -> float:
+    def time_limit_s(self, options: dict[str, Any]) -> float | None:
         """How long one experiment may run before it is stopped as a timeout (`options`: the run's
-        frozen ones): the sandbox's wall-clock limit, unless the task states its own."""
-        return float(options["limits"]["wall_s"])
+        frozen ones): the sandbox's wall-clock limit, unless the task states its own; None for a
+        plugin task whose options name no limits (its harness keeps its own)."""
+        limits = options.get("limits")
+        return float(limits["wall_s"]) if isinstance(limits, dict) and "wall_s" in limits else None
 
     def keeps(self, outcome: "Outcome", best: Incumbent | None) -> bool:
         """Whether an ok outcome becomes the run's new best (the verdict without its words)."""
