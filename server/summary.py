@@ -215,7 +215,9 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
         tally.append(f"refused {refused}")
     failed, refusals = store.counts.consecutive_failures(run.id)
     if failed + refusals:
-        what = "refusals or failures" if refusals else "failures"
+        # the small profile's agent counts a refusal as a failure of its own streak: its words say so
+        # in the few words its prompts were tuned on
+        what = "refusals or failures" if refusals and words == "neutral" else "failures"
         tally.append(f"{failed + refusals} {what} in a row")
     if tally:
         lines.append("Counts: " + ", ".join(tally))

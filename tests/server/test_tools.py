@@ -128,6 +128,9 @@ async def test_refusals_explain_themselves_cost_no_budget_and_change_nothing_rec
         assert (
             "1/2 used" in summary and "refused 4" in summary and "4 refusals or failures in a row" in summary
         )
+        # the small profile's agent counts refusals among its failures, in the words its prompts know
+        small = (await client.read_resource(f"autoresearch://runs/{run_id}/summary/small")).contents[0]
+        assert "4 failures in a row" in small.text and "refusals or failures" not in small.text
 
 
 async def test_an_empty_source_or_edit_list_counts_as_not_given_as_grammar_bound_models_send_them(settings):
