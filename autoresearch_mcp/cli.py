@@ -10,7 +10,9 @@ import difflib
 import os
 import re
 import sys
-from typing import NoReturn
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any, NoReturn
 
 from autoresearch_mcp import __version__
 from autoresearch_mcp.client import (
@@ -117,9 +119,19 @@ class Parser(argparse.ArgumentParser):
         return None
 
 
+def serve_here(db: Path, server_args: list[str], log_level: str) -> AbstractAsyncContextManager[Any]:
+    """server/in_process.py's server, imported when a command asks for it: `run` spawns its own."""
+    from autoresearch_mcp.server.in_process import serve_here as serving
+
+    return serving(db, server_args, log_level)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog=PROG, description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # The commands that look at a local database ask a server in this process (the client reads
+    # `serve_here` off its arguments: it imports nothing of the server), not a spawned one.
+    parser.set_defaults(serve_here=serve_here)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_cmd.configure(sub)
     inspect_cmd.configure(sub)

@@ -4,8 +4,8 @@ the typed client of its tools and resources."""
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,6 +31,10 @@ from autoresearch_mcp.contract.tools import TOOL_OF, ToolName, Uri
 
 M = TypeVar("M", bound=BaseModel)
 A = TypeVar("A", bound=Arguments[Any])
+# A server in this process on (db, the flags a spawned one would get, its log level), as an MCP server
+# object the SDK's in-memory client talks to: the CLI passes server/in_process.py's (the client imports
+# nothing of the server).
+ServeHere = Callable[[Path, list[str], str], AbstractAsyncContextManager[Any]]
 
 # The SDK's stdio client passes only an allow-list of variables; the server also needs these.
 FORWARDED_EXACT = ("SCIKIT_LEARN_DATA", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "PYTHONPATH")
@@ -213,10 +217,12 @@ async def connect(
     data: str | None = None,
     server_args: list[str] | None = None,
     log_level: str = "WARNING",
+    here: ServeHere | None = None,
 ) -> AsyncIterator[ResearchClient]:
-    """An MCP client session: HTTP when server_url is given, else a spawned stdio server (logging to
-    the user's terminal from `log_level` up; a server that cannot start says why in the one error)."""
-    relay = None if server_url else StderrRelay()
+    """An MCP client session: HTTP when server_url is given, else a server in this process on `db`
+    when `here` serves one, else a spawned stdio server (logging to the user's terminal from
+    `log_level` up; a server that cannot start says why in the one error)."""
+    relay = None if server_url or here else StderrRelay()
     try:
         if server_url:
             headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -225,6 +231,10 @@ async def connect(
                 httpx2.AsyncClient(headers=headers, timeout=timeout, follow_redirects=True) as http,
                 Client(streamable_http_client(server_url, http_client=http)) as client,
             ):
+                yield ResearchClient(client)
+        elif here is not None:
+            assert db is not None, "a server in this process serves a database: pass db"
+            async with here(db, server_args or [], log_level) as server, Client(server) as client:
                 yield ResearchClient(client)
         else:
             assert relay is not None
@@ -249,7 +259,7 @@ async def connect(
         if relay is not None and (said := _server_said(relay)):
             raise ResearchError(said) from None
         first = leaf(group)
-        where = server_url or "the spawned stdio server"
+        where = server_url or ("the server in this process" if here else "the spawned stdio server")
         raise ResearchError(f"cannot reach {where}: {first}") from None
     finally:
         if relay is not None:

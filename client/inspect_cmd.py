@@ -1,7 +1,8 @@
 """Look at what is stored: `runs`, `show`, `tasks`, `db-path` (and, in export_cmd.py, `export`).
 
 Like `llm logs` or optuna's `studies`/`trials`, these read the server's runs; like the agent, they read
-them through MCP (a spawned stdio server on --db, or a running one at --server-url), never the file.
+them through MCP (from the CLI, a server in its own process on --db; or a running one at --server-url),
+never the file.
 """
 
 import argparse
@@ -126,9 +127,9 @@ def drive(args: argparse.Namespace, command: Command) -> int:
 @asynccontextmanager
 async def server_for(args: argparse.Namespace) -> AsyncIterator[ResearchClient]:
     """The server to ask. A database that does not exist yet is not created by looking at it: `runs`
-    and `tasks` ask an empty temporary one; `show`, `export` and `stop` have nothing to act on. A
-    spawned server logs errors only: its start-up chores (a sweep of stale sandboxes) are not what
-    someone looking at their runs asked about."""
+    and `tasks` ask an empty temporary one; `show`, `export` and `stop` have nothing to act on. The
+    server logs errors only: its start-up chores (a sweep of stale sandboxes) are not what someone
+    looking at their runs asked about."""
     if args.server_url:
         if getattr(args, "task_dirs", None):
             raise ResearchError(
@@ -142,8 +143,11 @@ async def server_for(args: argparse.Namespace) -> AsyncIterator[ResearchClient]:
     folders = [
         arg for folder in getattr(args, "task_dirs", None) or [] for arg in ("--task-dir", str(folder))
     ]
+    # The CLI serves the database in its own process (cli.py passes server/in_process.py's server as
+    # `serve_here`); without it (a caller of this module's own), a spawned server does.
+    here = getattr(args, "serve_here", None)
     if path.is_file():
-        async with connect(db=path, log_level="ERROR", server_args=folders) as rc:
+        async with connect(db=path, log_level="ERROR", server_args=folders, here=here) as rc:
             yield rc
         return
     if args.command in ("show", "export", "stop"):
@@ -151,7 +155,9 @@ async def server_for(args: argparse.Namespace) -> AsyncIterator[ResearchClient]:
             f"no database at {path}: no run has been stored there; pass --db PATH or set ${ENV_DB}"
         )
     with tempfile.TemporaryDirectory(prefix="autoresearch-") as empty:
-        async with connect(db=Path(empty) / "runs.db", log_level="ERROR", server_args=folders) as rc:
+        async with connect(
+            db=Path(empty) / "runs.db", log_level="ERROR", server_args=folders, here=here
+        ) as rc:
             yield rc
 
 

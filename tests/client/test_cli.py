@@ -254,6 +254,32 @@ def test_runs_on_a_database_that_does_not_exist_says_so_without_creating_it(tmp_
     assert not (tmp_path / "none.db").exists()
 
 
+def test_the_commands_that_look_at_a_local_database_serve_it_in_their_own_process(
+    tmp_path: Path, agent_server_env: None, capsys: pytest.CaptureFixture[str], monkeypatch
+):
+    from autoresearch_mcp.client import connect as connect_module
+    from autoresearch_mcp.server.research import Research
+    from autoresearch_mcp.server.settings import ServerSettings
+
+    db = tmp_path / "r.db"
+    with Research(ServerSettings(db_path=db)) as research:
+        run, _ = research.runs.start_run("toy-quadratic", 2, None, 7, "looked at")
+        research.experiments.run_experiment(run.id, {"x": 0.5, "y": 0.0}, None)
+
+    def spawned(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a command that only looks spawned a server")
+
+    monkeypatch.setattr(connect_module, "stdio_client", spawned)
+    looks = (["runs"], ["show"], ["tasks"], ["export", run.id], ["stop", run.id])
+    outputs = [cli_here(capsys, *argv, "--db", str(db)) for argv in looks]
+    for result in outputs:
+        assert result.returncode == 0 and result.stderr == "", result
+    (runs, show, tasks, exported, _) = (result.stdout for result in outputs)
+    assert "looked at" in runs and f"run {run.id}" in show and "toy-quadratic" in tasks
+    assert "params.x" in exported
+    assert sqlite3.connect(db).execute("SELECT status FROM runs").fetchone() == ("stopped",)
+
+
 def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(
     tmp_path: Path, agent_server_env: None, capfd
 ):

@@ -14,14 +14,10 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 from test_cli import cli, cli_here, one_line_error
 
-from autoresearch_mcp.cli import build_parser, main
-from autoresearch_mcp.client.connect import connect
-from autoresearch_mcp.client.export_cmd import export_run
-from autoresearch_mcp.client.inspect_cmd import list_runs, show_run
+from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
@@ -260,21 +256,13 @@ def test_every_output_of_a_named_scripted_run_says_it_came_from_the_test_double(
     assert code == 0 and "scripted backend: a deterministic test double" in out
     assert json.loads(stored(db, "SELECT config_json FROM runs")[0][0])["llm"] == "scripted"
 
-    async def read(*commands: list[str]) -> list[tuple[str, str]]:
-        """Each reading command as its own parser reads it, over one spawned server (each spawn costs
-        seconds; the commands' own `server_for` is what `runs` and `show` above go through)."""
-        done = []
-        async with connect(db=db, log_level="ERROR") as rc:
-            for argv in commands:
-                args = build_parser().parse_args(argv)
-                await {"runs": list_runs, "show": show_run, "export": export_run}[argv[0]](rc, args)
-                captured = capsys.readouterr()
-                done.append((captured.out, captured.err))
-        return done
+    def read(*argv: str) -> tuple[str, str]:
+        code, out, err = said(capsys, *argv, "--db", str(db))
+        assert code == 0, err
+        return out, err
 
-    (runs, _), (show, _), (csv_text, note), (json_text, _) = anyio.run(
-        read, ["runs"], ["show", "latest"], ["export", "latest"], ["export", "latest", "--format", "json"]
-    )
+    (runs, _), (show, _) = read("runs"), read("show", "latest")
+    (csv_text, note), (json_text, _) = read("export", "latest"), read("export", "latest", "--format", "json")
     assert "scripted" in runs and "paper run" in runs and "no language model" in runs
     assert "proposed by scripted: a deterministic test double" in show
     assert csv_text.splitlines()[1].split(",")[1] == "scripted" and "no language model" in note
