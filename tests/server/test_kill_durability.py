@@ -3,9 +3,10 @@ during a background job. On restart nothing the server had confirmed is lost or 
 half-written (integrity_check, whole artifact versions 1..n with matching sha256, iterations 1..k), the
 work that was in flight is marked (experiments 'interrupted', jobs 'failed'), and the run goes on.
 
-Each round: a server starts (recovering from the previous kill), two lanes of calls run (experiments,
-edits and notes; background jobs), and the server is killed at a random moment chosen by a seeded
-generator once the targeted kind of work is in flight. The default run kills once; `-m slow` 20 times.
+Each round: a server starts (recovering from the previous kill, which it is checked for first), two
+lanes of calls run (experiments, edits and notes; background jobs), and the server is killed at a random
+moment chosen by a seeded generator once the targeted kind of work is in flight; a last server checks
+the last kill. The default run kills once; `-m slow` 20 times.
 The sandbox processes of the killed server are found through their temporary directories (TMPDIR) and
 the job workers through the jobs table; see also the separate leftover-process test at the end.
 """
@@ -100,6 +101,7 @@ class Confirmed:
 
 @dataclass
 class KillReport:
+    run_id: str
     target: Target
     in_flight: set[str]
     running_experiments: set[int]
@@ -219,13 +221,25 @@ def reap_leftovers(cluster: Cluster, worker_pids: set[int], grace_s: float) -> l
 
 
 async def kill_round(
-    cluster: Cluster, run_id: str, rng: random.Random, confirmed: Confirmed, target: Target, grace_s: float
+    cluster: Cluster,
+    rng: random.Random,
+    confirmed: Confirmed,
+    target: Target,
+    grace_s: float,
+    previous: KillReport | None,
 ) -> KillReport:
-    """Start a server, load it, and SIGKILL it at a random moment while `target` work is in flight."""
+    """Start a server, check it recovered from the `previous` kill (or, the first, start the run), load
+    it, and SIGKILL it at a random moment while `target` work is in flight."""
     report: KillReport | None = None
 
     async def load_and_kill(client: Client) -> None:
         nonlocal report
+        if previous is None:
+            run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 10_000}))["run_id"]
+            await call(client, "add_note", {"text": "before any kill"})
+        else:
+            run_id = previous.run_id
+            await check_recovered(client, cluster, confirmed, previous)
         lanes = Lanes(client, run_id, rng, confirmed)
         async with anyio.create_task_group() as tg:
             tg.start_soon(until_killed, cluster, lanes.lane_a(target))
@@ -242,7 +256,7 @@ async def kill_round(
             leftovers = await anyio.to_thread.run_sync(
                 reap_leftovers, cluster, {p for p in workers.values() if p}, grace_s
             )
-            report = KillReport(target, in_flight, running, open_jobs, leftovers)
+            report = KillReport(run_id, target, in_flight, running, open_jobs, leftovers)
             tg.cancel_scope.cancel()
 
     await with_dying_server(cluster, load_and_kill)
@@ -286,44 +300,43 @@ def _alive(pid: int) -> bool:
         return False
 
 
-async def check_after_restart(
-    cluster: Cluster, run_id: str, confirmed: Confirmed, report: KillReport
-) -> None:
-    """Restart the server and check the kill lost nothing, half-wrote nothing and marked what ran."""
-    async with Client(cluster.params()) as client:
-        assert_store_consistent(cluster.db)  # the restart has recovered; this server is idle
-        history = await call(client, "get_experiment_history", {"run_id": run_id})
-        by_id = {e["id"]: e for e in history["experiments"]}
-        for exp_id, (status, metric, iteration) in confirmed.experiments.items():
-            assert exp_id in by_id, f"confirmed experiment {exp_id} is gone"
-            exp = by_id[exp_id]
-            assert (exp["status"], exp["metric"], exp["iteration"]) == (status, metric, iteration)
-        for exp_id in report.running_experiments:
-            assert by_id[exp_id]["status"] == "interrupted", by_id[exp_id]
-            assert "stopped" in (by_id[exp_id]["error_tail"] or "")
-        for job_id, exp_id in report.open_jobs.items():
-            job = await call(client, "get_job", {"job_id": job_id})
-            if exp_id in report.running_experiments:
-                assert job["job"]["status"] == "failed" and "server stopped" in job["job"]["error"], job
-            else:  # its outcome was recorded just before the kill
-                assert job["job"]["status"] == "done", job
-        for job_id in confirmed.jobs_done:
-            assert (await call(client, "get_job", {"job_id": job_id}))["job"]["status"] == "done"
-        conn = connect(cluster.db)
-        try:
-            stored = dict(conn.execute("SELECT version, sha256 FROM artifacts WHERE run_id = ?", (run_id,)))
-            notes = dict(conn.execute("SELECT id, text FROM notes WHERE run_id = ?", (run_id,)))
-        finally:
-            conn.close()
-        assert {v: stored.get(v) for v in confirmed.versions} == confirmed.versions
-        assert {n: notes.get(n) for n in confirmed.notes} == confirmed.notes
-        # the run resumes where it stood
-        before = history["total"]
-        done = await call(
-            client, "run_experiment", {"params": {"x": 0.3, "y": -0.2 - before * 1e-9}, "run_id": run_id}
-        )
-        assert done["experiment"]["iteration"] == before + 1 and done["experiment"]["status"] == "ok"
-        confirmed.experiment(done["experiment"])
+async def check_recovered(client: Client, cluster: Cluster, confirmed: Confirmed, report: KillReport) -> None:
+    """On a server just restarted (idle, its recovery done): the kill lost nothing, half-wrote nothing
+    and marked what ran, and the run goes on."""
+    run_id = report.run_id
+    assert_store_consistent(cluster.db)  # the restart has recovered; this server is idle
+    history = await call(client, "get_experiment_history", {"run_id": run_id})
+    by_id = {e["id"]: e for e in history["experiments"]}
+    for exp_id, (status, metric, iteration) in confirmed.experiments.items():
+        assert exp_id in by_id, f"confirmed experiment {exp_id} is gone"
+        exp = by_id[exp_id]
+        assert (exp["status"], exp["metric"], exp["iteration"]) == (status, metric, iteration)
+    for exp_id in report.running_experiments:
+        assert by_id[exp_id]["status"] == "interrupted", by_id[exp_id]
+        assert "stopped" in (by_id[exp_id]["error_tail"] or "")
+    for job_id, exp_id in report.open_jobs.items():
+        job = await call(client, "get_job", {"job_id": job_id})
+        if exp_id in report.running_experiments:
+            assert job["job"]["status"] == "failed" and "server stopped" in job["job"]["error"], job
+        else:  # its outcome was recorded just before the kill
+            assert job["job"]["status"] == "done", job
+    for job_id in confirmed.jobs_done:
+        assert (await call(client, "get_job", {"job_id": job_id}))["job"]["status"] == "done"
+    conn = connect(cluster.db)
+    try:
+        stored = dict(conn.execute("SELECT version, sha256 FROM artifacts WHERE run_id = ?", (run_id,)))
+        notes = dict(conn.execute("SELECT id, text FROM notes WHERE run_id = ?", (run_id,)))
+    finally:
+        conn.close()
+    assert {v: stored.get(v) for v in confirmed.versions} == confirmed.versions
+    assert {n: notes.get(n) for n in confirmed.notes} == confirmed.notes
+    # the run resumes where it stood
+    before = history["total"]
+    done = await call(
+        client, "run_experiment", {"params": {"x": 0.3, "y": -0.2 - before * 1e-9}, "run_id": run_id}
+    )
+    assert done["experiment"]["iteration"] == before + 1 and done["experiment"]["status"] == "ok"
+    confirmed.experiment(done["experiment"])
 
 
 async def kill_repeatedly(
@@ -334,14 +347,12 @@ async def kill_repeatedly(
     cluster = Cluster(tmp_path / "runs.db", csv, data_dir, sandbox_tmp)
     rng = random.Random(seed)
     confirmed = Confirmed()
-    async with Client(cluster.params()) as client:
-        run_id = (await call(client, "start_run", {"task": "toy-quadratic", "budget": 10_000}))["run_id"]
-        await call(client, "add_note", {"text": "before any kill"})
-    reports = []
-    for target in targets:
-        report = await kill_round(cluster, run_id, rng, confirmed, target, grace_s=3.0)
-        await check_after_restart(cluster, run_id, confirmed, report)
-        reports.append(report)
+    reports: list[KillReport] = []
+    for target in targets:  # one server a round, which checks the round before's kill first
+        previous = reports[-1] if reports else None
+        reports.append(await kill_round(cluster, rng, confirmed, target, 3.0, previous))
+    async with Client(cluster.params()) as client:  # the last kill's restart
+        await check_recovered(client, cluster, confirmed, reports[-1])
     return reports
 
 
