@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_cli import cli, cli_here, one_line_error
+from test_cli import cli_here, one_line_error
 
 from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.errors import ResearchError
@@ -143,7 +143,7 @@ def test_serve_with_a_setting_out_of_range_is_one_line_naming_the_flag(
 
 # -- Ctrl-C --------------------------------------------------------------------------------------------
 def test_ctrl_c_marks_the_experiment_interrupted_uncharged_and_prints_the_command_that_resumes(
-    tmp_path: Path, toy_env: None
+    tmp_path: Path, toy_env: None, capsys: pytest.CaptureFixture[str]
 ):
     db = tmp_path / "r.db"
     command = [sys.executable, "-m", "autoresearch_mcp.cli", "run", "--task", "slow-quadratic"]
@@ -173,9 +173,9 @@ def test_ctrl_c_marks_the_experiment_interrupted_uncharged_and_prints_the_comman
 
     resume = lines[0].split("resume it with: ", 1)[1]
     assert resume == f"autoresearch-mcp run --run-id {run_id} --db {db} --llm scripted"
-    resumed = cli(*resume.split()[1:])
-    assert resumed.returncode == 0, resumed.stderr
-    assert f"run {run_id} exhausted: budget used (2/2)" in resumed.stdout  # the interrupted one was free
+    code, out, err = said(capsys, *resume.split()[1:])  # in this process: the signal was the subprocess's
+    assert code == 0, err
+    assert f"run {run_id} exhausted: budget used (2/2)" in out  # the interrupted one was free
     assert stored(db, "SELECT iteration, status FROM experiments ORDER BY iteration") == [
         (1, "interrupted"),
         (2, "ok"),
