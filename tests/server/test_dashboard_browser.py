@@ -17,7 +17,7 @@ from autoresearch_mcp.server.dashboard import dashboard_app
 from autoresearch_mcp.server.store import Store
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 pytestmark = pytest.mark.browser
 
@@ -34,20 +34,28 @@ CHROMIUM_FLAGS = [
 WAIT_MS = 10_000
 
 
-@pytest.fixture
-def page(tmp_path: Path) -> Iterator["Page"]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator["Browser"]:
+    """One chromium for the file (a launch costs seconds of CPU); each test gets a context of its own."""
     if not CHROMIUM.is_file():
         pytest.fail("Debian's chromium is missing: apt-get install -y chromium")
     # Imported here: the default test run collects this file without needing playwright.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        # Playwright gives each launch a fresh, empty profile directory.
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(WAIT_MS)
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture
+def page(browser: "Browser") -> Iterator["Page"]:
+    # A fresh context: no cookie, storage or cache of an earlier test's, as a fresh profile would be.
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    yield page
+    context.close()
 
 
 @pytest.fixture
