@@ -17,6 +17,7 @@ from pathlib import Path
 from mcp.server import MCPServer
 
 from autoresearch_mcp.contract.env import ENV_LOG_LEVEL
+from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.main import add_serve_arguments, settings_from_args
 from autoresearch_mcp.server.research import Research
@@ -41,7 +42,12 @@ def _logging_to_stderr(level: str) -> Iterator[None]:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     before = root.level
-    root.setLevel(level.upper())
+    try:
+        root.setLevel(level.upper())
+    except ValueError:
+        raise ResearchError(
+            f"${ENV_LOG_LEVEL} is a logging level (DEBUG, INFO, WARNING, ERROR), not {level!r}"
+        ) from None
     root.addHandler(handler)
     try:
         yield

@@ -280,6 +280,12 @@ def test_the_commands_that_look_at_a_local_database_serve_it_in_their_own_proces
     assert sqlite3.connect(db).execute("SELECT status FROM runs").fetchone() == ("stopped",)
 
 
+def test_a_log_level_that_is_no_level_is_one_line_naming_the_variable(tmp_path: Path, capsys, monkeypatch):
+    monkeypatch.setenv("AUTORESEARCH_LOG_LEVEL", "loud")
+    line = one_line_error(cli_here(capsys, "runs", "--db", str(tmp_path / "none.db")))
+    assert "$AUTORESEARCH_LOG_LEVEL" in line and "'loud'" in line
+
+
 def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(
     tmp_path: Path, agent_server_env: None, capfd
 ):
