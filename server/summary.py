@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, Run
+from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.suggest import suggestion_line
@@ -155,7 +156,9 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
     finished run says how it ended, and asks for nothing."""
     goal = "higher" if task.direction == "max" else "lower"
     target = f", target {'>=' if task.direction == 'max' else '<='}{run.target:g}" if run.target else ""
-    has_params = bool(task.params_model.model_fields)
+    # Params work: what differs between experiments is their params. Code work's params, if any, stay
+    # as the best's while train.py changes: its summary is by version.
+    has_params = bool(task.params_model.model_fields) and task.experiment_tool == ToolName.RUN_EXPERIMENT
     # A params run that is running needs no name or status: the model knows what it tunes (every
     # token here is re-sent each turn).
     head = "" if has_params and run.status == "running" else f"{task.name}: {run.status}, "
@@ -173,7 +176,7 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
     digits = _digits(store, run) if words == "neutral" else None
     if best is None or best.metric is None:
         # Left out, params take the defaults (the task's params schema lists them): params {} is a
-        # sound first experiment.
+        # sound first experiment. Code work's first is the script as it is, whatever params it has.
         lines.append(
             "Best: none yet" + (". First experiment: params {} (the defaults)." if has_params else "")
         )

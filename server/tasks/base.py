@@ -8,7 +8,6 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationError, field_validator
 
-from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPlan, TaskInfo
 from autoresearch_mcp.contract.profile import Profile
@@ -16,56 +15,11 @@ from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.sandbox.results import BadResult, check_value
 from autoresearch_mcp.sandbox.runner import Limits, SandboxResult, allow_entry
 from autoresearch_mcp.server.store import Incumbent, better
+from autoresearch_mcp.server.system_prompt import TaskFacts, agent_profile
 from autoresearch_mcp.server.text import scrub_paths
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 2000
-
-PARAMS_TOOLS = [ToolName.RUN_EXPERIMENT, ToolName.GET_EXPERIMENT_HISTORY, ToolName.ADD_NOTE]
-CODE_TOOLS = [
-    ToolName.MODIFY_TRAIN_PY,
-    ToolName.RUN_BENCHMARK,
-    ToolName.REVERT_TRAIN_PY,
-    ToolName.GET_CURRENT_TRAIN_PY,
-    ToolName.GET_EXPERIMENT_HISTORY,
-    ToolName.ADD_NOTE,
-]
-# What a task without a profile of its own gets, by the tool that evaluates it.
-DEFAULT_PROFILES = {
-    ToolName.RUN_EXPERIMENT: AgentProfile(
-        system_prompt=(
-            "You run experiments autonomously. The server keeps all state; each turn you get its summary. "
-            "Call run_experiment once per turn with params you have not tried (omitted ones take their "
-            "defaults). Refusals cost no budget but count as failures. Only when no promising idea is "
-            "left, reply DONE: <reason>."
-        ),
-        text_system_prompt=(
-            "You run experiments autonomously. The server keeps all state; each turn you get its summary. "
-            "Reply with one JSON object of params you have not tried (omitted ones take their defaults). "
-            "Refused replies cost no budget but count as failures. Only when no promising idea is left, "
-            "reply DONE: <reason>."
-        ),
-        tools=PARAMS_TOOLS,
-        how="Call run_experiment(params, note) with a configuration you have not tried.",
-    ),
-    ToolName.RUN_BENCHMARK: AgentProfile(
-        system_prompt=(
-            "You improve train.py autonomously. The server keeps all state; each turn you get its summary, "
-            "and the code when you have not seen the current version. Per turn: call modify_train_py with "
-            "small search/replace edits, then run_benchmark. Only when no idea is left, reply DONE: <reason>."
-        ),
-        tools=CODE_TOOLS,
-        how="Change train.py with modify_train_py, then call run_benchmark.",
-        text_system_prompt=(
-            "You improve train.py autonomously. Each turn shows the run's summary, where train.py spends "
-            "its time, and the code to work on. Reply with one line saying what you change and why, then "
-            "the new version of one function in a ```python block (one def, the same name and parameters; "
-            f"import lines above it go to the top of the file), or edits. {EDIT_RULE}, for example:\n"
-            f"{EDIT_FORM}\nEach new version is run and measured at once. To go back to version N, reply "
-            "REVERT v<N>. When no idea is left, reply DONE: <reason>."
-        ),
-    ),
-}
 
 
 class TaskSettings(BaseModel):
@@ -248,9 +202,23 @@ class Task(ABC):
         version did not run. A code task's experiments return the same with their result."""
         return None
 
+    def facts(self) -> TaskFacts:
+        """What the words every task of its kind reads (server/system_prompt.py) need to know of it."""
+        return TaskFacts(
+            work="params" if self.experiment_tool == ToolName.RUN_EXPERIMENT else "code",
+            about=self.title,
+            metric=self.metric,
+            direction=self.direction,
+            judged_by=self.judged_by,
+            params=self.params_model,
+            log_scaled=self.log_scaled(),
+            editable=self.editable(),
+            profiled=False,
+        )
+
     def agent_profile(self) -> AgentProfile:
-        """How an agent works on this task; a task folder's profile.py gives its own words."""
-        return DEFAULT_PROFILES[self.experiment_tool]
+        """How an agent works on this task: the words of its kind of work, with its facts."""
+        return agent_profile(self.facts())
 
     def scripted_plan(self) -> ScriptedPlan:
         """What the scripted test double needs to play this task (see contract ScriptedPlan)."""

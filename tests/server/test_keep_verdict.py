@@ -28,11 +28,22 @@ def timed(speedup: float, low: float, high: float, **versus: float) -> Outcome:
 def test_a_first_benchmark_no_surer_than_the_original_is_not_kept_and_says_so() -> None:
     task = make_task("codeopt-records", {})
     slower = task.verdict(timed(0.485, 0.43, 0.53), None)
-    assert slower == (False, "not kept: 0.485x [0.43, 0.53] against the original: surely slower")
+    assert slower == (False, "not kept: 0.485x [0.43, 0.53] at 99% against the original: surely slower")
     assert not task.verdict(timed(1.05, 0.97, 1.12), None).kept  # faster by its estimate, not surely
     assert task.verdict(timed(1.5, 1.31, 1.72), None) == (
         True,
-        "kept: 1.5x [1.31, 1.72] against the original: surely faster",
+        "kept: 1.5x [1.31, 1.72] at 99% against the original: surely faster",
+    )
+
+
+def test_a_first_keep_timed_beside_the_original_names_the_keep_rules_level_not_the_speedups() -> None:
+    # The speedup's own interval (99%) holds 1; the keep rule's (95%), paired with the original, does
+    # not: kept, and the answer says at which level, so the two intervals do not read as one.
+    task = make_task("codeopt-records", {})
+    versus = {"vs_best": 1.1, "vs_best_low": 1.02, "vs_best_high": 1.18, "vs_best_iteration": 0}
+    assert task.verdict(timed(1.1, 0.98, 1.22, **versus), None) == (
+        True,
+        "kept: 1.1x [1.02, 1.18] at 95% against the original: surely faster",
     )
 
 
@@ -41,7 +52,7 @@ def test_a_later_benchmark_is_judged_against_the_best_in_words() -> None:
     within = timed(4.1, 3.9, 4.3, vs_best=1.117, vs_best_low=0.967, vs_best_high=1.274, vs_best_iteration=3)
     assert task.verdict(within, best) == (
         False,
-        "not kept: 1.117x [0.967, 1.274] against the best (#3): not surely faster",
+        "not kept: 1.117x [0.967, 1.274] at 95% against the best (#3): not surely faster",
     )
 
 

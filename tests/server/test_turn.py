@@ -33,9 +33,9 @@ async def test_the_turn_is_the_summary_and_the_request_and_only_the_small_profil
             with pytest.raises(MCPError, match="profile is one of neutral, small, not 'loud'"):
                 await read(client, Uri.TURN.of(run_id=run.id, profile="loud"))
     assert Uri.TURN in listed
-    assert neutral == f"{research.runs.get_run_summary(run.id)}\nNext experiment?"
+    assert neutral == f"{research.runs.get_run_summary(run.id)}\nNext?"
     assert ORDER not in neutral and "e.g." not in neutral
-    assert f"{ORDER}, e.g. " in small and small.endswith("\nNext experiment?")
+    assert f"{ORDER}, e.g. " in small and small.endswith("\nNext?")
 
 
 @pytest.mark.asyncio

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from autoresearch_mcp.contract.env import data_dir_path
 from autoresearch_mcp.contract.errors import ResearchError
-from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPlan
+from autoresearch_mcp.contract.models import JudgedBy, ScriptedPlan, StatelessWords
 from autoresearch_mcp.server.tasks.folder.trust import (
     BenchmarkSection,
     EvaluateSection,
@@ -25,8 +25,8 @@ from autoresearch_mcp.server.tasks.folder.trust import (
 )
 
 SPEC_FILE = "autoresearch.toml"
-# Optional, beside it: the words the model reads, in place of those built from the toml (an AgentProfile),
-# and the scripted test double's plan (a ScriptedPlan): how the shipped tasks keep the paper's words.
+# Optional, beside it: words that replace some of those every task of its kind reads (AgentWords: the
+# shipped tasks keep their stateless baselines' words there), and the scripted test double's plan.
 AGENT_FILE = "agent.json"
 SCRIPTED_FILE = "scripted.json"
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -208,6 +208,23 @@ class FolderSpec(BaseModel):
         return "script" if self.work == "params" else "self-reported"
 
 
+class AgentWords(BaseModel):
+    """agent.json: the fields of the task's words (server/system_prompt.py writes them for every task
+    of its kind) that this folder replaces with its own; contract AgentProfile says what each holds."""
+
+    model_config = ConfigDict(extra="forbid")
+    system_prompt: str | None = None
+    text_system_prompt: str | None = None
+    tools: list[str] | None = None
+    how: str | None = None
+    fixed_arguments: dict[str, dict[str, Any]] | None = None
+    dropped_arguments: dict[str, list[str]] | None = None
+    tool_descriptions: dict[str, str] | None = None
+    benchmark_after_edit: bool | None = None
+    turn: str | None = None
+    stateless: StatelessWords | None = None
+
+
 class TaskFolder(BaseModel):
     """A registered folder: where it is, what it declares, and the files the agent may edit."""
 
@@ -218,7 +235,7 @@ class TaskFolder(BaseModel):
     reads: tuple[Path, ...] = Field(description="the declared extra read paths, absolute")
     originals: tuple[tuple[str, str], ...] = Field(description="(file, source) of each `edit` file")
     hidden: tuple[Path, ...] = Field(default=(), description="[evaluate]'s reads: the evaluator's alone")
-    agent: AgentProfile | None = Field(default=None, description="agent.json: the model's words, if any")
+    agent: AgentWords | None = Field(default=None, description="agent.json: the words it replaces, if any")
     scripted: ScriptedPlan | None = Field(default=None, description="scripted.json: the double's plan")
 
     def modules(self) -> frozenset[str]:
@@ -295,7 +312,7 @@ def load_folder(folder: Path | str, store: Path | None = None) -> TaskFolder:
         reads=reads,
         originals=tuple(originals),
         hidden=hidden,
-        agent=_optional_json(path / AGENT_FILE, AgentProfile),
+        agent=_optional_json(path / AGENT_FILE, AgentWords),
         scripted=_optional_json(path / SCRIPTED_FILE, ScriptedPlan),
     )
 

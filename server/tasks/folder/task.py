@@ -24,10 +24,10 @@ from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, ScriptedPla
 from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.sandbox.runner import Limits, run_sandboxed
 from autoresearch_mcp.server.store import Incumbent
+from autoresearch_mcp.server.system_prompt import TaskFacts
 from autoresearch_mcp.server.tasks.base import ExecContext, Outcome, Task, Verdict, sandbox_failure
 from autoresearch_mcp.server.tasks.folder import benchmark
-from autoresearch_mcp.server.tasks.folder.profile import profile
-from autoresearch_mcp.server.tasks.folder.spec import FolderSpec, TaskFolder, load_folder
+from autoresearch_mcp.server.tasks.folder.spec import AGENT_FILE, FolderSpec, TaskFolder, load_folder
 from autoresearch_mcp.server.tasks.folder.trust import package_read
 from autoresearch_mcp.server.tasks.intervals import LEVEL
 from autoresearch_mcp.server.tasks.profiles import build_profile, exception_line, failing_line
@@ -182,10 +182,16 @@ class FolderTask(Task):
         """The folder's `timeout_s`: a script past it is stopped (the sandbox's limit adds a margin)."""
         return float(self.loaded.spec.task.timeout_s)
 
+    def facts(self) -> TaskFacts:
+        spec = self.loaded.spec
+        return super().facts()._replace(profiled=spec.work == "code" and spec.task.profile)
+
     def agent_profile(self) -> AgentProfile:
-        if self.loaded.agent is not None:
-            return self.loaded.agent
-        return profile(self.loaded.spec, self.params_model, self.editable())
+        words = super().agent_profile()
+        replaced = self.loaded.agent
+        if replaced is None:
+            return words
+        return words.model_copy(update={name: getattr(replaced, name) for name in replaced.model_fields_set})
 
     def log_scaled(self) -> frozenset[str]:
         return frozenset(name for name, p in self.loaded.spec.params.items() if p.log)
@@ -380,14 +386,14 @@ def _load_cached(path: Path, store: Path | None, stamp: tuple[float, ...]) -> Ta
 
 
 def _load(path: Path, store: Path | None) -> TaskFolder:
-    """The folder as it is now: read again when its autoresearch.toml or an edit file changed."""
+    """The folder as it is now: read again when its autoresearch.toml, agent.json or an edit file changed."""
     loaded = _load_cached(path, store, _stamp(path, ()))
     return _load_cached(path, store, _stamp(path, [name for name, _ in loaded.originals]))
 
 
 def _stamp(path: Path, files: list[str]) -> tuple[float, ...]:
     stamps = []
-    for name in ("autoresearch.toml", *files):
+    for name in ("autoresearch.toml", AGENT_FILE, *files):
         try:
             stamps.append((path / name).stat().st_mtime)
         except OSError:
