@@ -85,11 +85,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
     assert result.stop_reason == "llm-done" and result.experiments == 2 and result.llm_calls == 4
     assert result.best_metric == pytest.approx(0.0)
     first = bodies[0]
-    assert {tool["name"] for tool in first["tools"]} == {
-        "run_experiment",
-        "get_experiment_history",
-        "add_note",
-    }
+    assert [tool["name"] for tool in first["tools"]] == ["run_experiment"]  # as every params task
     assert all("run_id" not in tool["input_schema"]["properties"] for tool in first["tools"])
     assert first["tools"][-1]["cache_control"] == {"type": "ephemeral"}
     assert first["messages"][0]["content"][0]["text"].startswith("0/4 used, higher score is better")
