@@ -341,9 +341,11 @@ def _where_edits_go(result: ExperimentResult) -> str:
     exp, best = result.experiment, result.best
     if result.is_new_best or best is None or exp.artifact_version == best.artifact_version:
         return ""
+    if result.run_status != "running" or result.budget_left == 0:  # nothing left to build
+        return ""
     return (
-        f". train.py stays v{exp.artifact_version}, the version edits change; the best is "
-        f"v{best.artifact_version} (revert_train_py to build on it)"
+        f". Your next edit applies to v{exp.artifact_version}; the best is v{best.artifact_version} "
+        "(revert_train_py to build on it)"
     )
 
 

@@ -41,22 +41,27 @@ Rules:
   nothing; the summary counts them in its "refusals or failures in a row". Read the message and fix
   the call.
 {task_rules}
-Stop (call finish_run with run_id and a one-line reason) when the budget is used, the target is reached,
-or you have no idea left that is likely to help.
+The run ends by itself when its budget is used. To stop earlier (the target is reached, or no idea is
+left that is likely to help), call finish_run with run_id and a one-line reason.
 """
 
 PARAMS_RULES = """- Parameters travel inside one `params` object, e.g. {tool}(run_id=..., params={{{example}}});
   unknown keys and out-of-range values are refused. Parameters:
 {params}
-- train.py is the training script the params are given to; you may also edit it (read it with
-  get_current_train_py first, then modify_train_py), keeping the entry point and harness calls it has."""
+- {script}"""
+# Whether the script may change: not where its own printout is the metric (server/train_py.py refuses).
+EDITABLE_SCRIPT = (
+    "{files} is the script the params are given to; you may also edit it (read it with\n"
+    "  get_current_train_py first, then modify_train_py), keeping the entry point and harness calls it has."
+)
+FIXED_SCRIPT = "{files} is the script the params are given to; it prints its own metric, so it is not edited."
 
-CODE_RULES = """- Read train.py with get_current_train_py before your first edit, and again when a search text was
+CODE_RULES = """- Read {files} with get_current_train_py before your first edit, and again when a search text was
   not found: edits must match the current version exactly.
 - An edit changes the current version, which is not always the best: revert_train_py goes back to a
   version before you build on it.
 - Keep what the task needs: the function the task description names (its signature and what it returns),
-  the files' names and what they read and write; use only the imports the description allows.
+  the files' names and what they read and write. A module the script's Python lacks is a crash.
 - The metric is {judged}."""
 
 
@@ -78,15 +83,17 @@ def render_program(task: Task, run_id: str | None = None) -> str:
     if params_task:
         lines = task.params_help().splitlines()
         names = [line.split(":")[0].split(" ")[0] for line in lines[:2]]
+        script = FIXED_SCRIPT if task.judged_by == "script" else EDITABLE_SCRIPT
         rules = PARAMS_RULES.format(
+            script=script.format(files=", ".join(task.editable())),
             tool=task.experiment_tool,
             example=", ".join(f'"{name}": ...' for name in names),
             params="\n".join(f"  - {line}" for line in lines),
         )
         refused = "invalid params, an exact repeat"
     else:
-        rules = CODE_RULES.format(judged=JUDGED_BY_WORDS[task.judged_by])
-        refused = "a rejected edit, a search text that is not in train.py"
+        rules = CODE_RULES.format(judged=JUDGED_BY_WORDS[task.judged_by], files=", ".join(task.editable()))
+        refused = f"a rejected edit, a search text that is not in {', '.join(task.editable())}"
     return PROGRAM.format(
         task_name=task.name,
         description=task.describe(),

@@ -20,7 +20,7 @@ from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.suggest import suggestion_line
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
-from autoresearch_mcp.server.tasks.speed import VERDICT_METRICS
+from autoresearch_mcp.server.tasks.speed import NOT_SHOWN, SHOWN_FIRST, VERDICT_METRICS
 
 LAST_EXPERIMENTS = 3
 LAST_NOTES = 2
@@ -89,8 +89,18 @@ def secondary(
 ) -> list[tuple[str, float]]:
     """The metrics a reader is shown besides the task's: not its interval or mean (best_suffix shows
     them), nor what the keep rule reads (the verdict's sentence says it in words)."""
-    own = {f"{metric}_low", f"{metric}_high", f"{metric}_mean", "evaluations", metric, *VERDICT_METRICS}
-    return [(name, value) for name, value in metrics.items() if name not in own][:limit]
+    own = {
+        f"{metric}_low",
+        f"{metric}_high",
+        f"{metric}_mean",
+        "evaluations",
+        metric,
+        *VERDICT_METRICS,
+        *NOT_SHOWN,
+    }
+    shown = [(name, value) for name, value in metrics.items() if name not in own]
+    first = {name: index for index, name in enumerate(SHOWN_FIRST)}
+    return sorted(shown, key=lambda item: first.get(item[0], len(first)))[:limit]
 
 
 def secondary_metrics(metrics: dict[str, float], metric: str) -> str:
@@ -177,9 +187,8 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
     if best is None or best.metric is None:
         # Left out, params take the defaults (the task's params schema lists them): params {} is a
         # sound first experiment. Code work's first is the script as it is, whatever params it has.
-        lines.append(
-            "Best: none yet" + (". First experiment: params {} (the defaults)." if has_params else "")
-        )
+        first = has_params and run.status == "running"  # an ended run is asked for nothing
+        lines.append("Best: none yet" + (". First experiment: params {} (the defaults)." if first else ""))
     else:
         where = f"#{best.iteration}" + ("" if has_params else f", train.py v{best.artifact_version}")
         params = ""

@@ -22,7 +22,8 @@ class TaskFacts(NamedTuple):
     """What the words need to know of a task."""
 
     work: Literal["params", "code"]
-    about: str  # the task's title: one sentence in its own words (its whole description is in TaskInfo)
+    about: str  # the task's title: one sentence in its own words
+    description: str  # all of it: code work keeps to its contract (input sizes, tolerances)
     metric: str
     direction: Literal["max", "min"]
     judged_by: JudgedBy
@@ -92,10 +93,11 @@ def params_profile(facts: TaskFacts) -> AgentProfile:
     rule = (
         "never repeat a configuration. Ranges (default): " + space + ". No idea left: reply DONE: <reason>."
     )
+    # A script that prints its own metric is never edited (server/train_py.py refuses it).
     edits = (
         f" You may also edit {', '.join(facts.editable)} (modify_train_py with search/replace edits) to "
         "change the model setup or features."
-        if facts.editable
+        if facts.editable and facts.judged_by != "script"
         else ""
     )
     return AgentProfile(
@@ -114,7 +116,9 @@ def params_profile(facts: TaskFacts) -> AgentProfile:
 
 def code_profile(facts: TaskFacts) -> AgentProfile:
     files = ", ".join(facts.editable)
-    task = f"{_task(facts)} The metric ({facts.metric}): {JUDGED[facts.judged_by]}. You may change {files}."
+    about = " ".join(facts.description.split()).rstrip(".") + "."
+    task = f"{about} The metric ({facts.metric}): {JUDGED[facts.judged_by]}. You may change {files}."
+    edit_rule = EDIT_RULE.replace("the current train.py", f"the current {files}")
     if facts.profiled:
         turn_shows = (
             "Each turn shows the run's summary, where the script spends its time, and the code to work on "
@@ -123,7 +127,7 @@ def code_profile(facts: TaskFacts) -> AgentProfile:
         text_reply = (
             "Reply with one line saying what you change and why, then a function's whole new version in "
             "one ```python block (one def, the same name and parameters; import lines above it go to the "
-            f"top of its file), or edits. {EDIT_RULE}, for example:\n{EDIT_FORM}\n(or the whole new file "
+            f"top of its file), or edits. {edit_rule}, for example:\n{EDIT_FORM}\n(or the whole new file "
             "in one ```python block)."
         )
     else:
@@ -148,17 +152,17 @@ def code_profile(facts: TaskFacts) -> AgentProfile:
             f"{task} {turn_shows} Reply with one call: replace_function (a function's whole new def, the "
             "same name and parameters) or modify_train_py, with either edits (search texts copied exactly "
             "from the code shown, each occurring once) or source (the whole new file), never both. Each "
-            "accepted change is run at once. If a version crashed or was worse, call revert_train_py with "
+            "accepted change is run at once. If a version crashed or was not kept, call revert_train_py with "
             "the version to go back to. No idea left: reply DONE: <reason>."
         ),
         text_system_prompt=(
             f"{task} {turn_shows} {text_reply} Each new version is run at once. If a version crashed or "
-            "was worse, reply REVERT v<N> to go back to version N. No idea left: reply DONE: <reason>."
+            "was not kept, reply REVERT v<N> to go back to version N. No idea left: reply DONE: <reason>."
         ),
         tools=[ToolName.REPLACE_FUNCTION, ToolName.MODIFY_TRAIN_PY, ToolName.REVERT_TRAIN_PY],
         how=f"{look} {files} with replace_function or modify_train_py (small search/replace edits), then "
         f"call run_benchmark: it runs the new version and records its metric ({JUDGED[facts.judged_by]}). "
-        "Revert with revert_train_py when a change crashed or was worse.",
+        "Revert with revert_train_py when a change crashed or was not kept.",
         benchmark_after_edit=True,
         turn="Next?",
         stateless=StatelessWords(

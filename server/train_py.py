@@ -52,11 +52,7 @@ class TrainPyService:
         record = self.store.run(run)
         tool, refuse = ToolName.MODIFY_TRAIN_PY, self.experiments.refuse
         with self.run_lock(record.id):
-            status = self.store.status_of(record.id)  # now, under the lock
-            if status != "running":
-                raise refuse(
-                    record.id, tool, f"run {record.id} is {status}; its train.py is frozen", "run_finished"
-                )
+            self._check_editable(record, tool)
             # Grammar-constrained models fill every property of the schema, so one they mean to leave
             # out arrives empty: an empty file or an empty edit list is "not given", never a change.
             if source is not None and not source.strip():
@@ -89,7 +85,7 @@ class TrainPyService:
         record = self.store.run(run)
         tool, refuse = ToolName.REPLACE_FUNCTION, self.experiments.refuse
         with self.run_lock(record.id):
-            self._check_running(record.id, tool)
+            self._check_editable(record, tool)
             description = description or f"a new {name}"
             check_text(description, "the description", multiline=True)
             current = self.store.artifacts.get(record.id)
@@ -102,12 +98,17 @@ class TrainPyService:
                 ) from None
             return self._add_version(record, tool, current, new_source, description)
 
-    def _check_running(self, run_id: str, tool: ToolName) -> None:
-        status = self.store.status_of(run_id)  # now, under the lock
+    def _check_editable(self, record: Run, tool: ToolName) -> None:
+        """Before anything in the call is read: a run that has ended, or a task whose files are never
+        edited, refuses every edit, and a fixed call would only be refused again."""
+        status = self.store.status_of(record.id)  # now, under the lock
         if status != "running":
             raise self.experiments.refuse(
-                run_id, tool, f"run {run_id} is {status}; its train.py is frozen", "run_finished"
+                record.id, tool, f"run {record.id} is {status}; its train.py is frozen", "run_finished"
             )
+        if self.experiments.tasks(record.task).judged_by == "script":
+            # its metric is what the script prints: an edit could print any
+            raise self.experiments.refuse(record.id, tool, SCRIPT_JUDGED, "rejected_edit")
 
     def _add_version(
         self, record: Run, tool: ToolName, current: ArtifactVersion, new_source: str, description: str
@@ -117,8 +118,6 @@ class TrainPyService:
         if new_source == current.source:
             raise refuse(record.id, tool, self._no_change(record.id, current.version), "no_change")
         task = self.experiments.tasks(record.task)
-        if task.judged_by == "script":  # its metric is what the script prints: an edit could print any
-            raise refuse(record.id, tool, SCRIPT_JUDGED, "rejected_edit")
         problems = task.check_artifact(new_source)
         if problems:
             raise refuse(

@@ -207,6 +207,7 @@ class Task(ABC):
         return TaskFacts(
             work="params" if self.experiment_tool == ToolName.RUN_EXPERIMENT else "code",
             about=self.title,
+            description=self.title,
             metric=self.metric,
             direction=self.direction,
             judged_by=self.judged_by,

@@ -24,6 +24,10 @@ MAX_CALLS = 1000
 # What the keep rule reads (vs_best_*: the best timed beside the candidate; inputs: the calls timed),
 # stored for programs; a model reads the verdict's sentence instead.
 VERDICT_METRICS = frozenset({"vs_best", "vs_best_low", "vs_best_high", "vs_best_iteration", "inputs"})
+# Beside the speedup, times come in pairs (the candidate's, then the original's): a wall time beside a CPU
+# time gives a ratio that is neither speedup. `correct` is what status ok already says.
+NOT_SHOWN = frozenset({"correct"})
+SHOWN_FIRST = ("time_ms", "baseline_ms", "cpu_ms", "baseline_cpu_ms")
 Millis = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 

