@@ -47,7 +47,10 @@ async def test_the_model_is_offered_no_tool_and_its_json_reply_runs_as_an_experi
     assert all("tools" not in body and "tool_choice" not in body for body in bodies)
     assert all(body["response_format"] == {"type": "json_object"} for body in bodies)
     system = bodies[0]["messages"][0]
-    assert system["role"] == "system" and "Reply with one JSON object of only the params you change" in system["content"]
+    assert (
+        system["role"] == "system"
+        and "Reply with one JSON object of only the params you change" in system["content"]
+    )
     # A reply in prose and a code fence, nested in `params` as the server takes them, is read too.
     assert [params for _, params in recorded(tmp_path / "runs.db")] == [
         {"x": 0.5, "y": 0.0, "sleep": 0.0},
