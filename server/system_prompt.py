@@ -69,12 +69,20 @@ def search_space(params: type[BaseModel], log_scaled: frozenset[str] = frozenset
 
 
 def example(params: type[BaseModel]) -> str:
-    """`{"max_depth": 8}`: one param at a value other than its default, for the JSON reply's form."""
+    """`{"max_depth": 8}`: the int param of the narrowest range, a quarter of the way from its default to
+    its high bound (a small number, not a value to copy), for the JSON reply's form."""
+    ints = []
     for name, field in params.model_fields.items():
         high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
         if field.annotation is int and isinstance(field.default, int) and high is not None:
-            return f'{{"{name}": {min(int(high), field.default + max(1, (int(high) - field.default) // 4))}}}'
-    return '{"name": value}'
+            ints.append(
+                (int(high) - int(low if low is not None else field.default), name, field.default, int(high))
+            )
+    if not ints:
+        return '{"name": value}'
+    _, name, default, high = min(ints)
+    return f'{{"{name}": {min(high, default + max(1, (high - default) // 4))}}}'
 
 
 def agent_profile(facts: TaskFacts, stateless: StatelessWords | None = None) -> AgentProfile:
@@ -90,6 +98,9 @@ def _task(facts: TaskFacts) -> str:
 
 def params_profile(facts: TaskFacts) -> AgentProfile:
     space = search_space(facts.params, facts.log_scaled)
+    # A value sent as the best's own changes nothing: said once here, for every model, rather than refused
+    # as an exact repeat afterwards.
+    other = "each to a value other than the best's"
     rule = (
         "never repeat a configuration. Ranges (default): " + space + ". No idea left: reply DONE: <reason>."
     )
@@ -101,9 +112,9 @@ def params_profile(facts: TaskFacts) -> AgentProfile:
         else ""
     )
     return AgentProfile(
-        system_prompt=f"{_task(facts)} Call run_experiment with only the params you change from the best; {rule}",
-        text_system_prompt=f"{_task(facts)} Reply with one JSON object of only the params you change from the "
-        f"best, e.g. {example(facts.params)}; {rule}",
+        system_prompt=f"{_task(facts)} Call run_experiment with only the params you change, {other}; {rule}",
+        text_system_prompt=f"{_task(facts)} Reply with one JSON object of only the params you change, {other}, "
+        f"e.g. {example(facts.params)}; {rule}",
         tools=[ToolName.RUN_EXPERIMENT],
         how="Call run_experiment(params, note) with a configuration you have not tried "
         f'(base="best" to send only the values you change from the best).{edits}',
