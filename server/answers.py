@@ -85,7 +85,7 @@ def experiment_text(result: ExperimentResult, reading: Reading) -> str:
     exp, metric = result.experiment, reading.metric
     head = f"#{exp.iteration} {exp.status}" + (f" in {seconds(exp.duration_s)}" if exp.duration_s else "")
     if exp.metric is not None:
-        head += f": {metric} {number(exp.metric)}{best_suffix(exp.metrics, metric)}"
+        head += f": {metric} {number(exp.metric)}{best_suffix(exp.metrics, metric, level=True)}"
     secondary = _secondary(exp, metric)
     if exp.status not in ("ok", "running") and exp.error_tail and exp.error_tail.strip():
         secondary = error_headline(exp.error_tail)[:ERROR_CHARS]

@@ -100,14 +100,17 @@ def interval_words(low: float, high: float) -> str:
     return f"[{low:.4g}, {high:.4g}]"
 
 
-def best_suffix(metrics: dict[str, float], metric: str) -> str:
+def best_suffix(metrics: dict[str, float], metric: str, level: bool = False) -> str:
     """What the summary adds after the best's metric: its interval (` [2.05, 2.2] at 99%`) where the task
     measured one, and the mean over its re-evaluations where it had any."""
     text = ""
     low, high = metrics.get(f"{metric}_low"), metrics.get(f"{metric}_high")
     if low is not None and high is not None:
         # The speedup's is the speed harness's own, at SPEEDUP_LEVEL; a script's printed bounds say none.
-        text += f" {interval_words(low, high)}" + (f" at {SPEEDUP_LEVEL:.0%}" if metric == "speedup" else "")
+        # An answer names the level beside its verdict's (the summary, re-sent each turn, does not).
+        text += f" {interval_words(low, high)}" + (
+            f" at {SPEEDUP_LEVEL:.0%}" if level and metric == "speedup" else ""
+        )
     mean, runs = metrics.get(f"{metric}_mean"), metrics.get("evaluations")
     if mean is not None and runs is not None:
         text += f" (mean {mean:.4f} of {int(runs)} seeds)"
