@@ -9,9 +9,10 @@ here. Each prompt is re-sent on every call of a run, so every word here is paid 
 A folder's agent.json may still replace any of these fields for its own task (FolderTask.agent_profile).
 """
 
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from autoresearch_mcp.contract.edits import EDIT_FORM, EDIT_RULE
 from autoresearch_mcp.contract.models import AgentProfile, JudgedBy, StatelessWords
@@ -44,12 +45,18 @@ JUDGED = {
 }
 
 
+def _bounds(field: FieldInfo) -> tuple[Any, Any]:
+    """A field's `ge` and `le`, None where it has none."""
+    low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+    high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+    return low, high
+
+
 def search_space(params: type[BaseModel], log_scaled: frozenset[str] = frozenset()) -> str:
     """`lr 0.001-1 log (0.1), depth 1-12 (6), loss one of squared, huber (squared)`."""
     parts = []
     for name, field in params.model_fields.items():
-        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
-        high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
+        low, high = _bounds(field)
         choices = getattr(field.annotation, "__args__", None)
         if low is not None and high is not None:
             span = f" {low:g}-{high:g}" + (" log" if name in log_scaled else "")
@@ -73,8 +80,7 @@ def example(params: type[BaseModel]) -> str:
     its high bound (a small number, not a value to copy), for the JSON reply's form."""
     ints = []
     for name, field in params.model_fields.items():
-        high = next((m.le for m in field.metadata if getattr(m, "le", None) is not None), None)
-        low = next((m.ge for m in field.metadata if getattr(m, "ge", None) is not None), None)
+        low, high = _bounds(field)
         if field.annotation is int and isinstance(field.default, int) and high is not None:
             ints.append(
                 (int(high) - int(low if low is not None else field.default), name, field.default, int(high))
