@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from autoresearch_mcp.client.replies import says_done
 from autoresearch_mcp.contract.edits import CODE_REPLY, EDIT_FORM, EDIT_RULE, WHOLE_FILE_REPLY
 from autoresearch_mcp.contract.errors import error_headline
-from autoresearch_mcp.contract.models import Experiment, TaskInfo
+from autoresearch_mcp.contract.models import JUDGED_BY_WORDS, Experiment, TaskInfo
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 
@@ -226,6 +226,13 @@ def _verb(task: TaskInfo) -> str:
     return "maximize" if task.direction == "max" else "minimize"
 
 
+def _code_rule(task: TaskInfo) -> str:
+    """What decides the result: the script's own line only where the script is what judges it."""
+    if task.judged_by in ("script", "self-reported"):
+        return f"Keep what it prints: the {task.metric} line is the result ({_verb(task)} it)."
+    return f"The {task.metric} is {JUDGED_BY_WORDS[task.judged_by]} ({_verb(task)} it)."
+
+
 def _better(value: float, than: float, task: TaskInfo) -> bool:
     return value > than if task.direction == "max" else value < than
 
@@ -240,7 +247,7 @@ def stateless_code(
     words = task.agent.stateless
     head = [
         f"{words.intro or 'You are improving code.'} Task: {task.description}",
-        words.rule or f"Keep what it prints: the {task.metric} line is the result ({_verb(task)} it).",
+        words.rule or _code_rule(task),
         "",
         "Full optimization history:",
     ]

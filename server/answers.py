@@ -26,7 +26,7 @@ from autoresearch_mcp.contract.models import (
     SummaryText,
 )
 from autoresearch_mcp.contract.profile import ProfileResult
-from autoresearch_mcp.server.summary import secondary
+from autoresearch_mcp.server.summary import secondary, version_name
 from autoresearch_mcp.server.tasks.intervals import best_suffix
 
 EXPERIMENT_CHARS = 400
@@ -47,6 +47,10 @@ class Reading:
     metric: str = "metric"
     defaults: dict[str, Any] = field(default_factory=dict)
     params_help: str = ""
+    files: list[str] = field(default_factory=list)  # the task's editable files: what a version is
+
+    def version(self, version: int) -> str:
+        return version_name(self.files, version)
 
     def params(self, params: dict[str, Any], rest: str = " (others default)") -> str:
         changed = {k: v for k, v in params.items() if self.defaults.get(k, object()) != v}
@@ -95,7 +99,7 @@ def experiment_text(result: ExperimentResult, reading: Reading) -> str:
     if exp.params:
         parts.append(f"params {reading.params(exp.params)}")
     else:
-        parts.append(f"train.py v{exp.artifact_version}")
+        parts.append(reading.version(exp.artifact_version))
     if result.best is not None and not result.is_new_best:
         parts.append(f"best {number(result.best.metric)} (#{result.best.iteration})")
     left = f"budget left {result.budget_left}"
@@ -136,9 +140,9 @@ def history_text(page: HistoryPage, reading: Reading) -> str:
     return "\n".join(lines)
 
 
-def artifact_text(info: ArtifactInfo) -> str:
+def artifact_text(info: ArtifactInfo, reading: Reading) -> str:
     """The version, and the source as plain text when the answer carries it."""
-    head = f"train.py v{info.version} ({info.lines} lines): {info.description}"
+    head = f"{reading.version(info.version)} ({info.lines} lines): {info.description}"
     return head if info.source is None else f"{head}\n{info.source}"
 
 
@@ -176,13 +180,13 @@ def runs_text(runs: RunList) -> str:
     return "\n".join(lines) or "no runs"
 
 
-def profile_text(result: ProfileResult) -> str:
-    """`train.py v2 (how it was profiled):`, then one line per function, hottest first (share, time,
+def profile_text(result: ProfileResult, reading: Reading) -> str:
+    """`slow.py v2 (how it was profiled):`, then one line per function, hottest first (share, time,
     where), the time outside the profiled files, the hottest function's slowest lines."""
     profile = result.profile
     if profile is None:
         return result.note or "no profile"
-    lines = [f"train.py v{result.version} ({profile.how}):"]
+    lines = [f"{reading.version(result.version)} ({profile.how}):"]
     for f in profile.functions[:PROFILE_FUNCTIONS]:
         lines.append(f"{f.name} {f.share:.0%}, {number(f.ms)} ms ({f.file}:{f.first_line}-{f.last_line})")
     if len(profile.functions) > PROFILE_FUNCTIONS:
@@ -207,7 +211,7 @@ def plain_text(result: BaseModel, reading: Reading) -> str:
         case HistoryPage():
             return history_text(result, reading)
         case ArtifactInfo():
-            return artifact_text(result)
+            return artifact_text(result, reading)
         case SummaryText():
             return result.summary
         case StartedRun():
@@ -219,5 +223,5 @@ def plain_text(result: BaseModel, reading: Reading) -> str:
         case Note():
             return f"note {result.id} ({result.kind}) recorded"
         case ProfileResult():
-            return profile_text(result)
+            return profile_text(result, reading)
     return result.model_dump_json(exclude_none=True)

@@ -124,12 +124,15 @@ def experiment_line(
         )
     if is_best:
         parts.append("(best)")
-    elif exp.params:
-        reference = best.params if best is not None else _defaults(task)
-        changed = _changed(exp.params, reference)
-        parts.append(
-            task.format_params(_in_schema_order(changed, task)) if changed else "same params as best"
-        )
+    else:
+        if _looks_better(exp, best, task):  # a better figure than the best's, within its noise
+            parts.append("(not kept)")
+        if exp.params:
+            reference = best.params if best is not None else _defaults(task)
+            changed = _changed(exp.params, reference)
+            parts.append(
+                task.format_params(_in_schema_order(changed, task)) if changed else "same params as best"
+            )
     if not exp.params or (best is not None and exp.artifact_version != best.artifact_version):
         description = descriptions.get(exp.artifact_version, "")
         parts.append(
@@ -138,6 +141,14 @@ def experiment_line(
     if exp.status not in ("ok", "running") and exp.error_tail and exp.error_tail.strip():
         parts.append("error: " + _clip(error_headline(exp.error_tail), ERROR_CHARS))
     return _clip(" ".join(parts), 240)
+
+
+def _looks_better(exp: Experiment, best: Experiment | None, task: Task) -> bool:
+    """Whether a row's figure beats the best's although it was not kept (the keep rule asks more than a
+    better figure: a speedup's interval above the best's)."""
+    if exp.kept or exp.status != "ok" or exp.metric is None or best is None or best.metric is None:
+        return False
+    return exp.metric > best.metric if task.direction == "max" else exp.metric < best.metric
 
 
 def _defaults(task: Task) -> dict[str, Any]:
@@ -160,6 +171,14 @@ def least_varied(store: Store, run: Run, earlier: Run | None, task: Task, best: 
     return change_of(name, bounds_of(_schema(task.params_model), name), best.get(name))
 
 
+def version_name(files: list[str], version: int) -> str:
+    """`slow.py v3`: a version named by the file it is, where there is one (a folder's script need not be
+    train.py); `code v3` where a version is several files."""
+    if len(files) > 1:
+        return f"code v{version}"
+    return f"{files[0] if files else 'train.py'} v{version}"
+
+
 def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral") -> str:
     """Params tasks: the best configuration in full (names once), then recent experiments as what
     differs from it, so a caller can send only its changes (run_experiment with base="best"). A
@@ -178,6 +197,7 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
     if run.judged_by == "self-reported":  # no trusted step decides: whoever reads the run must know
         lines.append(f"{task.metric} is self-reported: the edited script prints it (no [evaluate])")
     best = store.best_experiment(run.id, run.direction)
+    files = task.editable()
     current = store.artifacts.latest_version(run.id)
     recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)
     # Only the versions this summary names: reading every version (each a whole train.py) grew with
@@ -190,7 +210,9 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
         first = has_params and run.status == "running"  # an ended run is asked for nothing
         lines.append("Best: none yet" + (". First experiment: params {} (the defaults)." if first else ""))
     else:
-        where = f"#{best.iteration}" + ("" if has_params else f", train.py v{best.artifact_version}")
+        where = f"#{best.iteration}" + (
+            "" if has_params else f", {version_name(files, best.artifact_version)}"
+        )
         params = ""
         if best.params:
             # As changes from the defaults: the whole configuration in the fewest tokens, and no full
@@ -203,7 +225,7 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
         value = _value(best.metric, digits)
         lines.append(f"Best {task.metric}={value}{best_suffix(best.metrics, task.metric)} ({where}){params}")
     if current > 1:
-        lines.append(f"train.py now v{current}: {_clip(versions[current], 60)}")
+        lines.append(f"{version_name(files, current)} now: {_clip(versions[current], 60)}")
     counts = store.counts.statuses(run.id)
     running = counts.get("running", 0)
     if running:  # measured at once (jobs): listed once, on their own line, so no proposal repeats one
@@ -258,7 +280,7 @@ def running_line(store: Store, run: Run, task: Task, best: Experiment | None, co
             changed = _changed(exp.params, reference)
             what = task.format_params(_in_schema_order(changed, task)) if changed else "same params as best"
         else:
-            what = f"train.py v{exp.artifact_version}"
+            what = version_name(task.editable(), exp.artifact_version)
         shown.append(f"#{exp.iteration} {what}")
     more = f" (+{count - len(shown)} more)" if count > len(shown) else ""
     return _clip("Running: " + ", ".join(shown) + more, RUNNING_LINE_CHARS)
@@ -278,7 +300,9 @@ def earlier_run_lines(store: Store, run: Run, earlier: Run | None, task: Task) -
     if best is None or best.metric is None:
         lines = [head + "no successful experiment there, nothing re-measured"]
     else:
-        where = f"its #{best.iteration}" + ("" if best.params else f", train.py v{best.artifact_version}")
+        where = f"its #{best.iteration}" + (
+            "" if best.params else f", {version_name(task.editable(), best.artifact_version)}"
+        )
         again = store.experiment_at(run.id, 1)
         if again is None:
             measured = ""

@@ -16,7 +16,8 @@ from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.experiments import ExperimentService
 from autoresearch_mcp.server.store import RunRef
-from autoresearch_mcp.server.tasks.base import ExecContext
+from autoresearch_mcp.server.summary import version_name
+from autoresearch_mcp.server.tasks.base import ExecContext, Task
 from autoresearch_mcp.server.text import check_text
 
 SCRIPT_JUDGED = (
@@ -115,15 +116,16 @@ class TrainPyService:
     ) -> ArtifactVersion:
         """`new_source` as the next version, once it is a change and the task's guardrails pass it."""
         refuse = self.experiments.refuse
-        if new_source == current.source:
-            raise refuse(record.id, tool, self._no_change(record.id, current.version), "no_change")
         task = self.experiments.tasks(record.task)
+        if new_source == current.source:
+            raise refuse(record.id, tool, self._no_change(record.id, task, current.version), "no_change")
         problems = task.check_artifact(new_source)
         if problems:
             raise refuse(
                 record.id,
                 tool,
-                "edit rejected, train.py unchanged:\n- " + "\n- ".join(problems),
+                f"edit rejected, {version_name(task.editable(), current.version)} unchanged:\n- "
+                + "\n- ".join(problems),
                 "rejected_edit",
             )
         return self.store.artifacts.add(record.id, new_source, description, expected_parent=current.version)
@@ -149,10 +151,10 @@ class TrainPyService:
             self.store.profiles.put(record.id, found)
         return found
 
-    def _no_change(self, run_id: str, version: int) -> str:
+    def _no_change(self, run_id: str, task: Task, version: int) -> str:
         """Resending the current file unchanged: say how that version ended when it did not run, and
         what would help (a model that resends a crashed version unchanged is stuck on it)."""
-        message = f"no change: this is already train.py v{version}"
+        message = f"no change: this is already {version_name(task.editable(), version)}"
         last, _ = self.store.experiments(run_id, last=1)
         if last and last[0].artifact_version == version and last[0].status != "ok":
             why = error_headline(last[0].error_tail or "") or "no reason recorded"

@@ -192,6 +192,7 @@ def _reading(research: Research, result: BaseModel) -> Reading:
         metric=run.metric_name,
         defaults=task.params_model().model_dump(),
         params_help=task.params_help() if has_params and isinstance(result, StartedRun) else "",
+        files=task.editable(),
     )
 
 

@@ -1,5 +1,7 @@
 """The stateful agent's window: bounded and made of whole turns."""
 
+from pathlib import Path
+
 import pytest
 
 from autoresearch_mcp.client.connect import ToolOutcome
@@ -205,3 +207,14 @@ def test_the_stateless_baseline_words_a_task_folder_by_its_own_metric_direction_
     assert 'e.g. {"x": 0.0, "y": 0.0}' in prompt and "n_estimators" not in prompt
     assert "Iter 2: loss=0.1000, steps=3.0000, params=" in prompt
     assert "Best so far: Iter 2 with loss=0.1000" in prompt  # the lowest, not the highest
+
+
+def test_the_stateless_code_baseline_says_the_metric_is_measured_where_the_script_does_not_judge_it():
+    from autoresearch_mcp.client.prompts import stateless_code
+    from autoresearch_mcp.server.tasks.folder.task import folder_task_class
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+    timed = folder_task_class(examples / "slow-function")({}).info()
+    assert timed.judged_by == "benchmark" and not timed.agent.stateless.rule
+    rule = stateless_code(timed, []).text.splitlines()[1]
+    assert rule.startswith(f"The {timed.metric} is timed and checked by the harness") and "prints" not in rule

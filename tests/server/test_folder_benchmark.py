@@ -144,13 +144,16 @@ async def test_profile_train_py_answers_for_a_benchmark_folder_before_any_benchm
         ]
         edit = {"run_id": run_id, "description": "slower", "source": slow}
         assert not (await client.call_tool("modify_train_py", edit)).is_error
+        again = await client.call_tool("modify_train_py", edit)
         answer = await client.call_tool("profile_train_py", {"run_id": run_id})
+    # a version is named by the file it is: this folder's script is fast.py, not train.py
+    assert again.is_error and "no change: this is already fast.py v2" in again.content[0].text
     found = answer.structured_content
     assert found["profile"] is not None and found["profile"]["hot"] == "total"
     # a model reads it as plain lines, hottest function first; programs keep the structure
     (text,) = [block.text for block in answer.content if block.type == "text"]
     head, hottest, *rest = text.splitlines()
-    assert head.startswith("train.py v2 (") and hottest.startswith("total ") and "fast.py:1-2)" in hottest
+    assert head.startswith("fast.py v2 (") and hottest.startswith("total ") and "fast.py:1-2)" in hottest
     assert "slowest lines of total:" in rest and "{" not in text
 
 

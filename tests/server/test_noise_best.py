@@ -184,6 +184,9 @@ def test_the_best_is_the_latest_kept_experiment_even_when_an_earlier_one_measure
     assert best is not None and best.experiment.iteration == 2 and best.samples == [1.0, 2.0, 1.0, 2.0]
     summary = render_summary(store, run, make_task("codeopt-records", {}))
     assert "Best speedup=4.9 [4.7, 5.1] (#2, train.py v1)" in summary
+    # a higher figure than the best's says it was not kept; a former best's does not
+    rows = {line.split()[0]: line for line in summary.splitlines() if line.startswith("#")}
+    assert "(not kept)" in rows["#3"] and "(not kept)" not in rows["#1"]
 
 
 def test_a_keep_decided_against_a_best_that_has_changed_since_is_refused_to_be_decided_again(

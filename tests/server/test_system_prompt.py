@@ -8,7 +8,7 @@ from pathlib import Path
 
 from autoresearch_mcp.contract.models import AgentProfile
 from autoresearch_mcp.server.program import render_program
-from autoresearch_mcp.server.system_prompt import agent_profile, search_space
+from autoresearch_mcp.server.system_prompt import search_space
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.folder.task import folder_task_class
 from autoresearch_mcp.server.tasks.registry import make_task
@@ -50,9 +50,6 @@ def test_every_params_task_reads_the_same_words_with_its_own_title_and_ranges(tm
 
 def test_every_code_task_reads_the_same_words_with_its_whole_description_and_who_judges_it() -> None:
     codeopt, slow = make_task("codeopt-records", {}), folder(EXAMPLES / "slow-function")
-    # codeopt-records' agent.json still holds the words its committed scripted runs were measured with
-    # (until codeopt-40 is regenerated): the words every code task gets are these.
-    codeopt.agent_profile = lambda: agent_profile(codeopt.facts())  # type: ignore[method-assign]
     assert generic(codeopt) == generic(slow)
     # The function's contract (input sizes, tolerances) is in the description, past its first sentence.
     assert "numbers within 1e-9" in codeopt.agent_profile().system_prompt
@@ -88,7 +85,7 @@ def test_log_scales_and_choices_are_in_the_ranges(tmp_path: Path) -> None:
 
 
 def test_the_shipped_tasks_keep_only_their_baselines_words_in_agent_json() -> None:
-    for name in ("hpo-covertype",):
+    for name in ("hpo-covertype", "codeopt-records"):
         shipped = json.loads(
             (files("autoresearch_mcp.server.tasks") / "builtin" / name / "agent.json").read_text()
         )
