@@ -63,12 +63,17 @@ async def latest_run(args: argparse.Namespace) -> str:
 
 
 async def session(args: argparse.Namespace, out: Path, mode: str, seed: int) -> AgentResult:
-    """One run of the compare: `mode` on `seed`, its transcript under `out`."""
+    """One run of the compare: `mode` on `seed`, its transcript under `out`. A compare into the folder
+    of an earlier one (as `--from-run` does, for its runs.db) replaces that mode and seed's transcript:
+    a run appends to its transcript, and two runs in one file would mix two studies' figures."""
+    transcript = out / "transcripts" / f"{mode}-{seed}.jsonl"
+    transcript.unlink(missing_ok=True)
+    Path(f"{transcript}.gz").unlink(missing_ok=True)
     return await run_session(
         args,
         mode=mode,
         seed=seed,
-        transcript=out / "transcripts" / f"{mode}-{seed}.jsonl",
+        transcript=transcript,
         name=f"compare {mode} seed {seed}",
     )
 

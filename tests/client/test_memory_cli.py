@@ -3,6 +3,7 @@ test_cli.cli_here runs it), a real server on a real SQLite file (one HTTP server
 commands: a stdio server spawned per command costs about two CPU seconds), the scripted double on the
 test-only toy task."""
 
+import gzip
 import json
 import sqlite3
 import subprocess
@@ -138,3 +139,6 @@ def test_compare_from_run_latest_starts_every_run_from_the_same_earlier_run(
     assert [r["from_run"] for r in results["runs"]] == [earlier] * 4  # two modes, two seeds
     assert all(r["totals"]["experiments"] == 2 for r in results["runs"])
     assert f"Every run started from {earlier}" in (out / "table.md").read_text()
+    # seed 1's stateful transcript is this compare's run alone, not the earlier one's beside it
+    lines = gzip.decompress((out / "transcripts" / "stateful-1.jsonl.gz").read_bytes()).splitlines()
+    assert {json.loads(line)["run_id"] for line in lines} == {results["runs"][1]["run_id"]}
