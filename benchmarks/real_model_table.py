@@ -119,6 +119,17 @@ def table(folders: list[Path]) -> str:
             f"| {mode} | {mean} | {per_seed}{spread} | {refused}/{calls} ({refused / calls:.0%}) | {billed:,.0f} "
             f"| {full:,.0f} | {per_call:,.0f} |"
         )
+    uptake = Counter(
+        call["suggestion"]
+        for folder, results in everything
+        if results.get("suggest")
+        for run in results["runs"]
+        for call in _transcript(folder, run["mode"], run["seed"])
+        if "suggestion" in call
+    )
+    if uptake:  # runs with the optimiser's line: what the model made of it, turn by turn
+        said = ", ".join(f"{kind} {uptake[kind]}" for kind in ("took", "changed", "ignored"))
+        lines += ["", f"The optimiser's suggestion, over {uptake.total()} turns that offered one: {said}."]
     return "\n".join(lines)
 
 

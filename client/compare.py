@@ -45,6 +45,12 @@ def configure(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg
         action="store_true",
         help="run the two modes of a seed at the same time, each with half the cores for training",
     )
+    parser.add_argument(
+        "--suggest",
+        choices=["tpe"],
+        help="with --modes stateful: each run's summary also shows the configuration an optimiser would try"
+        " next, as `run --suggest` does; the transcripts record whether the model took it",
+    )
     parser.set_defaults(func=main)
 
 
@@ -123,6 +129,7 @@ async def compare(args: argparse.Namespace, seeds: list[int], progress: Progress
         "code_replies": args.code_replies,
         "param_replies": args.param_replies,
         "first": args.first,
+        "suggest": args.suggest,
         "max_failures": args.max_failures,
         "done_from": args.done_from,
         "window": "auto (messages since the last experiment)"
@@ -156,6 +163,10 @@ def main(args: argparse.Namespace) -> int:
     if unknown or not args.modes.strip():
         raise ResearchError(
             f"--modes takes stateless, stateful or both (comma-separated), not {args.modes!r}"
+        )
+    if args.suggest and set(args.modes.split(",")) != {"stateful"}:
+        raise ResearchError(
+            "--suggest puts its line in the summary only the stateful agent reads: add --modes stateful"
         )
     console = Console()
     seeds: list[int] = args.seeds

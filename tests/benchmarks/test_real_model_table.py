@@ -1,8 +1,11 @@
 """The real-model table leads with what the provider billed, read from results.json where `compare`
 recorded it and, for folders written before it did, from each call's reported usage in the transcripts."""
 
+import gzip
+import json
 import re
 import sys
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -37,3 +40,20 @@ def test_the_billed_table_in_the_benchmarks_page_is_what_its_command_prints_from
     folders = [p for name in names.split(",") for p in sorted((ROOT / prefix / name).glob("seed-*"))]
     assert len(folders) == 6
     assert block == real_model_table.table(folders) + "\n"
+
+
+def test_a_study_with_the_optimisers_line_says_how_often_the_model_took_it(tmp_path: Path) -> None:
+    counted = {"refusals": {}, "best_metric": 0.75, "billed_tokens": 100.0}
+    for measure in ("experiments", "llm_calls", "context_tokens", "symmetric_tokens", "full_tokens"):
+        counted[measure] = 3.0
+    counted |= {"output_tokens": 1.0, "wall_s": 1.0}
+    runs = [{"mode": "stateful", "seed": seed, "totals": counted, "stop_reason": "budget"} for seed in (1, 2)]
+    study = {"task": "bowl", "iterations": 3, "llm": "openai", "suggest": "tpe", "runs": runs}
+    (tmp_path / "results.json").write_text(json.dumps(study))
+    (tmp_path / "transcripts").mkdir()
+    for seed, said in ((1, ["took", "changed"]), (2, ["took", "ignored", None])):
+        calls = [{"suggestion": s} if s else {} for s in said]
+        text = "".join(json.dumps({"call": n, **call}) + "\n" for n, call in enumerate(calls, 1))
+        (tmp_path / "transcripts" / f"stateful-{seed}.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    last = real_model_table.table([tmp_path]).splitlines()[-1]
+    assert last == "The optimiser's suggestion, over 4 turns that offered one: took 2, changed 1, ignored 1."

@@ -1,6 +1,7 @@
 """The transcript records what the model made of the optimiser's suggestion: took it, changed it, or
 ignored it; `run --suggest tpe` asks the server for it and refuses where no summary could show it."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -69,3 +70,14 @@ def test_suggest_is_refused_in_one_line_on_code_work_and_in_the_stateless_modes(
     )
     assert main(["run", "--llm", "scripted", "--suggest", "tpe", "--mode", "stateless", "--db", db]) == 2
     assert "--mode stateless does not read it" in capfd.readouterr().err
+
+
+def test_compare_takes_suggest_for_the_stateful_mode_only_and_records_it(toy_env, tmp_path: Path, capfd):
+    base = ["compare", "--task", "toy-quadratic", "--llm", "scripted", "--iterations", "3", "--seeds", "42"]
+    assert main([*base, "--suggest", "tpe", "--out", str(tmp_path / "all")]) == 2
+    assert "--suggest puts its line in the summary only the stateful agent reads" in capfd.readouterr().err
+    out = tmp_path / "stateful"
+    assert main([*base, "--suggest", "tpe", "--modes", "stateful", "--out", str(out)]) == 0
+    assert json.loads((out / "results.json").read_text())["suggest"] == "tpe"
+    lines = gzip.decompress((out / "transcripts" / "stateful-42.jsonl.gz").read_bytes()).splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["suggestion"] for line in lines)  # #1: the defaults
