@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -174,6 +174,37 @@ def shared_server(_worker_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
     the stdio transport keeps its own tests (test_cli, test_outside_clients, test_persistence)."""
     monkeypatch.setattr(sys.modules[__name__], "_shared_server_url", _worker_server)
     return _worker_server
+
+
+@pytest.fixture
+def server_here(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`run` and `compare` on a local database (`--db`) serve it in this process, over the SDK's
+    in-memory transport, as the reading commands do (server/in_process.py), instead of spawning a stdio
+    server: for the tests whose point is the agent or the command, not the transport. The server is the
+    same (its settings from the same flags and AUTORESEARCH_* variables), its sandboxes still real
+    subprocesses; a spawned one costs about two CPU seconds of imports. The stdio transport keeps tests
+    of its own (test_cli, test_cli_mistakes' Ctrl-C, test_second_hour's terminal and bad toml,
+    test_outside_clients, test_persistence, the examples), and so does `compare --parallel`, whose
+    servers would otherwise prepare the same task data in one process at once."""
+    from autoresearch_mcp.client import compare, run_cmd
+    from autoresearch_mcp.client.connect import connect
+    from autoresearch_mcp.contract.env import data_setting
+    from autoresearch_mcp.server.in_process import serve_here
+
+    def connect_here(
+        *, db: Path | None = None, data: str | None = None, server_args: list[str] | None = None, **rest: Any
+    ) -> Any:
+        if rest.get("server_url") or db is None:
+            return connect(db=db, data=data, server_args=server_args, **rest)
+        given = ["--data", data_setting(data)] if data is not None else []  # a spawned one's flag
+        return connect(db=db, server_args=[*(server_args or []), *given], here=serve_here, **rest)
+
+    for module in (run_cmd, compare):
+        monkeypatch.setattr(module, "connect", connect_here)
+    # What a server registers (a task folder's harness admits its sandbox entry point) is its own
+    # process's: here, this test's only.
+    with registry_restored():
+        yield
 
 
 def run_args(tmp_path: Path, *extra: str) -> "argparse.Namespace":

@@ -1,5 +1,6 @@
-"""The agents end to end: `autoresearch-mcp run` against the real stdio server, with the real SDKs
-talking to local fake LLM endpoints, and with the scripted backend."""
+"""The agents end to end: `autoresearch-mcp run` against the real server (the worker's shared one over
+HTTP, or the test's own in this process where the test reads its database: conftest.server_here), with
+the real SDKs talking to local fake LLM endpoints, and with the scripted backend."""
 
 import json
 import sqlite3
@@ -109,7 +110,7 @@ async def test_the_stateful_agent_drives_a_run_through_the_real_anthropic_sdk(
 
 @pytest.mark.asyncio
 async def test_a_provider_failure_ends_the_run_cleanly_with_its_state_intact(
-    tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, agent_server_env: None, server_here: None, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "bad-key")
     with FakeAnthropicServer() as fake:
@@ -166,7 +167,7 @@ async def test_the_stateless_baseline_sends_one_growing_message_through_the_real
 
 @pytest.mark.asyncio
 async def test_a_run_finished_from_outside_the_agent_stops_it_with_its_own_reason_not_as_the_models_done(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     db = tmp_path / "runs.db"
 
@@ -261,7 +262,7 @@ async def test_the_scripted_backend_rewrites_code_end_to_end(tmp_path: Path, sha
 
 @pytest.mark.asyncio
 async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_can_revert(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     """--code-replies text: small models cannot write code inside a JSON string, so they answer with code
     in a python block (here the whole file); the agent sends it unchanged as modify_train_py's source,
@@ -311,7 +312,7 @@ async def test_with_text_replies_a_model_rewrites_code_without_tool_calls_and_ca
 
 @pytest.mark.asyncio
 async def test_text_replies_may_be_search_replace_edits_an_empty_one_or_a_cut_off_file_is_refused(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     """What Qwen2.5-Coder-1.5B wrote once asked for edits: aider's markers, or SEARCH and REPLACE labels
     over fenced blocks, and empty markers. The agent sends edits as modify_train_py's
@@ -437,7 +438,7 @@ async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make
 
 @pytest.mark.asyncio
 async def test_a_revert_is_not_replayed_and_a_second_one_before_anything_ran_is_refused(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     """Seed 456 of digits-mlp: shown "REVERT v1" and its answer, the model sent REVERT v2, v3... v9,
     one version higher each call, each a new version, until the failure streak ended the run."""
@@ -619,7 +620,7 @@ async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_
 
 @pytest.mark.asyncio
 async def test_the_stateless_baseline_sends_a_block_of_one_function_as_replace_function(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     """A stateless reply holding one function's new version (what a small model can write) replaces that
     function alone; the next prompt holds the whole new file as the version, and the profile's lines."""

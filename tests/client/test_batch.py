@@ -1,8 +1,8 @@
 """`run --batch K`: the model may propose up to K experiments in one reply, which the agent submits as
 background jobs and collects, so that the server's workers measure them at once. Each item is judged by
 the server alone (budget, refusals, exact repeats, a pending one included); a refused item costs no
-budget and the next turn names it. End to end against a real server over stdio, driven by the scripted
-double or by a fake OpenAI-compatible endpoint."""
+budget and the next turn names it. End to end against a real server (in this process:
+conftest.server_here), driven by the scripted double or by a fake OpenAI-compatible endpoint."""
 
 import json
 import sqlite3
@@ -30,7 +30,7 @@ def test_a_batch_reply_is_a_json_list_or_several_objects_and_k_1_changes_no_word
 
 @pytest.mark.asyncio
 async def test_a_batch_of_4_on_2_workers_records_4_experiments_per_model_call(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     args = run_args(tmp_path, "--task", "toy-quadratic", "--llm", "scripted", "--iterations", "9")
     args.batch, args.workers, args.first = 4, 2, "defaults"
@@ -55,7 +55,7 @@ async def test_a_batch_of_4_on_2_workers_records_4_experiments_per_model_call(
 
 @pytest.mark.asyncio
 async def test_a_refused_item_of_a_batch_says_which_and_why_and_costs_no_budget(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -74,7 +74,9 @@ async def test_a_refused_item_of_a_batch_says_which_and_why_and_costs_no_budget(
     assert [r["batch"]["proposed"] for r in records] == [3, 1]
 
 
-def test_bad_batch_values_are_refused_in_one_line(tmp_path: Path, capfd, agent_server_env: None):
+def test_bad_batch_values_are_refused_in_one_line(
+    tmp_path: Path, capfd, agent_server_env: None, server_here: None
+):
     db = ["--db", str(tmp_path / "r.db"), "--llm", "scripted"]
     with pytest.raises(SystemExit) as leaving:  # argparse's way out
         main(["run", *db, "--batch", "0"])

@@ -45,7 +45,7 @@ class CountingProvider:
 
 @pytest.mark.slow  # compare through another door: a run's billing is the scripted double's test
 def test_compare_against_a_provider_that_reports_usage_leads_with_what_it_counted(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     provider = CountingProvider()
     out = tmp_path / "out"
@@ -89,7 +89,7 @@ def test_compare_against_a_provider_that_reports_usage_leads_with_what_it_counte
 
 @pytest.mark.asyncio
 async def test_the_scripted_double_bills_the_meters_count_and_says_it_is_tiktokens(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     args = build_parser().parse_args(
         ["run", "--db", str(tmp_path / "runs.db"), "--quiet", "--task", "toy-quadratic", "--llm", "scripted",

@@ -3,7 +3,9 @@ says what every option does and what it defaults to, and the stored runs can be 
 
 The commands run as real subprocesses (the installed entry point's module), so what is asserted is
 everything the user would see, the spawned server's stderr included; a mistake caught before anything
-starts runs main() in this process, which is all that such a subprocess would run."""
+starts runs main() in this process, which is all that such a subprocess would run, and so does a command
+whose point is what the server answers, not how it was reached (its server in this process too:
+conftest.server_here)."""
 
 import argparse
 import csv
@@ -61,7 +63,7 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 RUN = ("run", "--task", "toy-quadratic", "--llm", "scripted")
 
 
-def test_an_unknown_task_is_one_line_naming_the_known_ones(tmp_path: Path, capfd):
+def test_an_unknown_task_is_one_line_naming_the_known_ones(tmp_path: Path, server_here: None, capfd):
     line = one_line_error(
         cli_here(capfd, "run", "--task", "nope", "--llm", "scripted", "--db", str(tmp_path / "r.db"))
     )
@@ -90,7 +92,7 @@ def test_a_bad_token_budget_is_one_line_before_anything_starts(
     assert not (tmp_path / "r.db").exists() and not (tmp_path / "out").exists()
 
 
-def test_a_refused_start_run_is_one_line(tmp_path: Path, agent_server_env: None, capfd):
+def test_a_refused_start_run_is_one_line(tmp_path: Path, agent_server_env: None, server_here: None, capfd):
     # A name past start_run's 100 characters passes argparse but not the tool's schema.
     db = str(tmp_path / "r.db")
     result = cli_here(capfd, *RUN, "--name", "n" * 150, "--db", db)
@@ -150,18 +152,16 @@ def test_show_and_export_without_a_database_are_one_line(tmp_path: Path, capsys)
 
 
 def test_resuming_an_unknown_or_finished_run_is_one_line(
-    tmp_path: Path, agent_server_env: None, covtype_csv: Path, capfd
+    tmp_path: Path, agent_server_env: None, server_here: None, capfd
 ):
-    db = tmp_path / "r.db"
-    with http_server(db, covtype_csv, tmp_path / "data") as port:  # one server for the three commands
-        server = ("--server-url", f"http://127.0.0.1:{port}/mcp")
-        resume = ("run", "--llm", "scripted", *server, "--run-id")
-        line = one_line_error(cli_here(capfd, *resume, "r-0000000000"))
-        assert "no run r-0000000000" in line
-        done = cli_here(capfd, *RUN, "--budget", "1", *server)
-        assert done.returncode == 0, done.stderr
-        run_id = sqlite3.connect(db).execute("SELECT id FROM runs").fetchone()[0]
-        line = one_line_error(cli_here(capfd, *resume, run_id))
+    db = ("--db", str(tmp_path / "r.db"))
+    resume = ("run", "--llm", "scripted", *db, "--run-id")
+    line = one_line_error(cli_here(capfd, *resume, "r-0000000000"))
+    assert "no run r-0000000000" in line
+    done = cli_here(capfd, *RUN, "--budget", "1", *db)
+    assert done.returncode == 0, done.stderr
+    run_id = sqlite3.connect(tmp_path / "r.db").execute("SELECT id FROM runs").fetchone()[0]
+    line = one_line_error(cli_here(capfd, *resume, run_id))
     assert f"run {run_id} is exhausted" in line
 
 
@@ -287,7 +287,7 @@ def test_a_log_level_that_is_no_level_is_one_line_naming_the_variable(tmp_path: 
 
 
 def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(
-    tmp_path: Path, agent_server_env: None, capfd
+    tmp_path: Path, agent_server_env: None, server_here: None, capfd
 ):
     from autoresearch_mcp.server.research import Research
     from autoresearch_mcp.server.settings import ServerSettings
@@ -303,7 +303,7 @@ def test_run_id_resumes_a_running_run_with_its_own_task_and_budget(
 
 
 def test_reeval_seeds_is_a_run_and_compare_flag_passed_to_start_run(
-    tmp_path: Path, agent_server_env: None, capfd
+    tmp_path: Path, agent_server_env: None, server_here: None, capfd
 ):
     parser = build_parser()
     assert parser.parse_args(["run"]).reeval_seeds == 0

@@ -201,7 +201,7 @@ def test_an_anthropic_api_that_cannot_be_reached_is_one_line_and_stores_nothing(
 
 
 def test_missing_data_is_one_line_for_the_operator_with_the_flag_and_no_run(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, server_here: None, capfd: pytest.CaptureFixture[str]
 ):
     db, missing = tmp_path / "r.db", tmp_path / "nowhere.csv"
     run = ("run", "--llm", "scripted", "--budget", "1", "--data", str(missing), "--db", str(db))
@@ -249,7 +249,7 @@ def test_runs_and_show_print_nothing_of_the_servers_start_up_chores(
 
 # -- what a run says about itself --------------------------------------------------------------------------
 def test_every_output_of_a_named_scripted_run_says_it_came_from_the_test_double(
-    tmp_path: Path, toy_env: None, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, toy_env: None, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     db = tmp_path / "r.db"
     code, out, _ = said(capsys, "run", *TOY, "--budget", "1", "--name", "paper run", "--db", str(db))
@@ -276,7 +276,7 @@ def test_every_output_of_a_named_scripted_run_says_it_came_from_the_test_double(
 
 @pytest.mark.slow  # compare's own output: test_compare's three modes at once
 def test_compare_ends_by_saying_where_it_wrote_its_results(
-    tmp_path: Path, toy_env: None, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, toy_env: None, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     out = tmp_path / "out"
     args = ("--budget", "1", "--seeds", "1", "--modes", "stateful", "--out", str(out))

@@ -1,5 +1,6 @@
-"""A task folder from the command line: `run --task PATH` spawns a server that registers it, and what a run
-of it stored is read back by `show`, `report` and `compare` as for any task."""
+"""A task folder from the command line: `run --task PATH` gives the server it starts the folder to register
+(as `--task-dir PATH`; here that server runs in this process, conftest.server_here), and what a run of it
+stored is read back by `show`, `report` and `compare` as for any task."""
 
 import json
 import re
@@ -15,7 +16,9 @@ from autoresearch_mcp.server.settings import ServerSettings
 from folder_fixture import make_folder
 
 
-def test_run_with_a_folder_path_registers_it_and_the_run_is_read_back_by_name(tmp_path: Path, capfd):
+def test_run_with_a_folder_path_registers_it_and_the_run_is_read_back_by_name(
+    tmp_path: Path, server_here: None, capfd
+):
     folder = make_folder(tmp_path / "anywhere")
     db = tmp_path / "runs.db"
     done = cli_here(
@@ -30,7 +33,7 @@ def test_run_with_a_folder_path_registers_it_and_the_run_is_read_back_by_name(tm
 
 
 @pytest.mark.slow  # compare through another door: run takes the folder path in the default suite
-def test_compare_takes_a_folder_path_too(tmp_path: Path):
+def test_compare_takes_a_folder_path_too(tmp_path: Path, server_here: None):
     folder = make_folder(tmp_path / "cmp")
     out = tmp_path / "results"
     # One mode: the folder's registration is the point (compare's modes are test_compare.py's).
@@ -138,7 +141,7 @@ def test_a_run_of_several_files_shows_one_bounded_diff_per_changed_file(tmp_path
 
 
 def test_the_scripted_double_on_a_folder_in_code_work_is_one_line_naming_the_backends_that_can(
-    tmp_path: Path, capfd
+    tmp_path: Path, server_here: None, capfd
 ):
     folder = make_folder(tmp_path / "anywhere", extra='work = "code"')
     db = str(tmp_path / "r.db")

@@ -17,7 +17,7 @@ FASTER = FASTER_PAIRWISE_CLOSE  # the same output, about 2x
 
 @pytest.mark.asyncio
 async def test_the_stateful_turn_shows_the_profiled_function_of_the_users_file_and_runs_its_new_def(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     slow = small_slow_function(tmp_path)
     before = (slow / "slow.py").read_text()

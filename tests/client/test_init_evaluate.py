@@ -21,7 +21,7 @@ print("val_loss: 0.0")  # what the script says; the evaluator decides
 
 
 def test_init_writes_an_evaluator_that_decides_the_metric_once_its_checks_are_done(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     project = tmp_path / "proj"
     project.mkdir()

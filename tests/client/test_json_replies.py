@@ -2,8 +2,8 @@
 in text, and sends it as run_experiment itself: no tool definitions ride on the request (a provider
 bills them, and its own tool-use preamble, on every call). Refusals, replies without JSON and early DONEs
 are answered in text, and a refused reply is not replayed. End to end against a real server (the
-test's own over stdio, or the worker's shared one over HTTP where the test reads nothing of its
-database), with the real OpenAI and Anthropic SDKs talking to local fake endpoints."""
+test's own in this process, conftest.server_here, or the worker's shared one over HTTP where the test
+reads nothing of its database), with the real OpenAI and Anthropic SDKs talking to local fake endpoints."""
 
 import json
 import sqlite3
@@ -33,7 +33,7 @@ def toy_args(tmp_path: Path, fake: FakeOpenAIServer, iterations: int) -> Any:
 
 @pytest.mark.asyncio
 async def test_the_model_is_offered_no_tool_and_its_json_reply_runs_as_an_experiment(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
@@ -120,7 +120,7 @@ async def test_an_early_done_is_answered_and_a_done_at_half_the_budget_ends_the_
 @pytest.mark.slow  # JSON replies over a second provider: the OpenAI one is in the default suite
 @pytest.mark.asyncio
 async def test_over_the_anthropic_api_the_request_carries_no_tools_and_the_params_change_the_best(
-    tmp_path: Path, agent_server_env: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, agent_server_env: None, server_here: None, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     with FakeAnthropicServer() as fake:

@@ -1,13 +1,12 @@
 """`run --from-run` and `compare --from-run` as a user meets them: the command (in this process, as
-test_cli.cli_here runs it), a real server on a real SQLite file (one HTTP server per test for all its
-commands: a stdio server spawned per command costs about two CPU seconds), the scripted double on the
-test-only toy task."""
+test_cli.cli_here runs it), a real server on a real SQLite file (served in this process for each
+command: conftest.server_here; a stdio server spawned per command costs about two CPU seconds), the
+scripted double on the test-only toy task."""
 
 import gzip
 import json
 import sqlite3
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.transcript import load_transcript
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
-from http_servers import http_server
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
@@ -27,10 +25,9 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 
 
 @pytest.fixture
-def server(tmp_path: Path, agent_server_env: None, covtype_csv: Path) -> Iterator[tuple[str, str]]:
-    """The flags that reach one HTTP server on the test's database, tmp_path / "r.db"."""
-    with http_server(tmp_path / "r.db", covtype_csv, tmp_path / "data") as port:
-        yield ("--server-url", f"http://127.0.0.1:{port}/mcp")
+def server(tmp_path: Path, agent_server_env: None, server_here: None) -> tuple[str, str]:
+    """The flags that reach the test's database, tmp_path / "r.db", served in this process."""
+    return ("--db", str(tmp_path / "r.db"))
 
 
 def toy_run(capfd: pytest.CaptureFixture[str], server: tuple[str, str], *extra: str) -> str:
@@ -125,7 +122,7 @@ def test_from_run_with_run_id_or_an_unknown_run_is_one_line(
 
 @pytest.mark.slow  # `run --from-run` is in the default suite; this is compare's three runs of it
 def test_compare_from_run_latest_starts_every_run_from_the_same_earlier_run(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     out = tmp_path / "out"
     base = ["compare", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "2", "--seeds", "1"]

@@ -1,8 +1,8 @@
 """A code reply that changes nothing (the file resent as it is, a revert to the version it is on, an
 early DONE) is answered with one concrete change to make: a setting of train.py that no version has
 changed, named with a value (Qwen2.5-Coder-1.5B on digits-mlp sent `REVERT v2` on v2, then "DONE: No
-idea is left", with 14 of 15 experiments left). End to end: the real stdio server, a task folder in code
-work, the real OpenAI SDK against a local fake endpoint."""
+idea is left", with 14 of 15 experiments left). End to end: the real server (in this process:
+conftest.server_here), a task folder in code work, the real OpenAI SDK against a local fake endpoint."""
 
 import textwrap
 from pathlib import Path
@@ -101,7 +101,7 @@ def test_a_setting_a_version_changed_and_a_revert_restored_is_not_called_untouch
 
 @pytest.mark.asyncio
 async def test_the_stateful_agent_answers_a_reply_that_changed_nothing_with_a_setting_to_change(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     folder = make_folder(tmp_path, script=SCRIPT, extra='work = "code"\nprofile = false')
     with FakeOpenAIServer() as fake:
@@ -128,7 +128,7 @@ async def test_the_stateful_agent_answers_a_reply_that_changed_nothing_with_a_se
 
 @pytest.mark.asyncio
 async def test_the_strong_baseline_is_told_the_same_and_the_papers_baseline_is_not(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     folder = make_folder(tmp_path, script=SCRIPT, extra='work = "code"\nprofile = false')
     prompts = {}
@@ -154,7 +154,7 @@ async def test_the_strong_baseline_is_told_the_same_and_the_papers_baseline_is_n
 
 @pytest.mark.asyncio
 async def test_a_version_that_crashed_resent_as_it_is_is_asked_for_its_fix_not_a_setting(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     folder = make_folder(tmp_path, script=SCRIPT, extra='work = "code"\nprofile = false')
     crashing = with_rate(0.01).replace("print(", "raise SystemExit('no loss')\nprint(")

@@ -1,7 +1,8 @@
 """A user's own script, from the first crash to the best version back in their folder, through the real
-CLI and real stdio servers: what the tool prints is followed as printed, and every suggestion it makes
-runs. A command runs in this process (main(), as the entry point calls it) unless a terminal or a
-signal is part of what is tested: a subprocess would cost an import and prove nothing more."""
+CLI and real servers: what the tool prints is followed as printed, and every suggestion it makes runs.
+A command runs in this process (main(), as the entry point calls it) unless a terminal or a signal is
+part of what is tested: a subprocess would cost an import and prove nothing more; so does its server
+(conftest.server_here) unless a spawned server's failure is the point."""
 
 import json
 import os
@@ -57,7 +58,7 @@ def printed_command(text: str, after: str) -> list[str]:
 
 # -- 1. the printed resume command works for a task folder ---------------------------------------------
 def test_the_command_printed_on_ctrl_c_resumes_a_run_on_a_task_folder_as_printed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     folder = make_folder(tmp_path, "gated", script=GATED)
     (folder / "slow.flag").write_text("wait")
@@ -90,7 +91,7 @@ def test_the_command_printed_on_ctrl_c_resumes_a_run_on_a_task_folder_as_printed
 
 
 def test_resuming_a_folder_run_without_its_folder_says_to_add_it_and_the_wrong_folder_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     folder = make_folder(tmp_path, "bowl")
     other = make_folder(tmp_path, "other")
@@ -110,7 +111,7 @@ def test_resuming_a_folder_run_without_its_folder_says_to_add_it_and_the_wrong_f
 
 # -- 2. init's advice runs; the double is refused before any run is stored ----------------------------
 def test_the_command_init_suggests_for_a_params_script_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "train.py").write_text(
@@ -129,7 +130,7 @@ def test_the_command_init_suggests_for_a_params_script_runs(
 
 
 def test_init_on_a_script_that_reads_no_params_suggests_a_model_and_the_double_starts_no_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     (tmp_path / "cli").mkdir()
     (tmp_path / "cli" / "train.py").write_text(
@@ -235,7 +236,7 @@ def test_apply_writes_the_best_params_as_json_and_never_code_into_a_json_or_thro
 
 # -- 4. why an experiment failed, on the run line and whole in show; the exit status ------------------
 def test_a_crash_says_why_on_its_run_line_whole_in_show_and_the_run_exits_non_zero(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, server_here: None, capsys: pytest.CaptureFixture[str]
 ):
     folder = make_folder(tmp_path, "broken", script=MISSING_MODULE)
     db = tmp_path / "r.db"
@@ -368,7 +369,7 @@ def test_tasks_lists_a_folder_given_to_it_and_names_the_folders_of_stored_runs(
 
 
 def test_the_final_lines_count_one_call_in_the_singular_and_their_commands_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, server_here: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.chdir(tmp_path)  # report writes RUN_ID.html where it is run
     folder = make_folder(tmp_path, "bowl")

@@ -73,7 +73,7 @@ def test_when_every_profiled_function_is_set_aside_all_are_shown_again():
 
 @pytest.mark.asyncio
 async def test_after_two_wrong_versions_of_the_hottest_function_the_next_turn_goes_back_and_shows_the_next(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     stats = source_of("department_stats")
     assert "top_earners[dept] = top[:3]" in stats

@@ -45,7 +45,9 @@ def toy_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
 
 
-def test_run_with_suggest_records_each_turns_uptake_and_stays_quiet_without_it(toy_env, tmp_path: Path):
+def test_run_with_suggest_records_each_turns_uptake_and_stays_quiet_without_it(
+    toy_env: None, server_here: None, tmp_path: Path
+):
     common = ["run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "3", "--quiet"]
     common += ["--db", str(tmp_path / "r.db")]
     assert main([*common, "--suggest", "tpe", "--transcript", str(tmp_path / "s.jsonl")]) == 0
@@ -58,7 +60,7 @@ def test_run_with_suggest_records_each_turns_uptake_and_stays_quiet_without_it(t
 
 
 def test_suggest_is_refused_in_one_line_on_code_work_and_in_the_stateless_modes(
-    toy_env, tmp_path: Path, capfd
+    toy_env: None, server_here: None, tmp_path: Path, capfd
 ):
     db = str(tmp_path / "r.db")
     code = ["run", "--task", "codeopt-records", "--llm", "scripted", "--suggest", "tpe", "--db", db]

@@ -28,6 +28,18 @@ from autoresearch_mcp.server.notify import MAX_SUBSCRIPTIONS, MAX_URI_CHARS
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tools.connection import RunResolver
+from conftest import COVTYPE_FIXTURE
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory: pytest.TempPathFactory, small_codeopt: Path) -> Iterator[int]:
+    """One server with a token for this file's HTTP tests (a spawned server costs seconds of imports):
+    each test starts runs of its own and opens its own connections, which is what the bounds are about;
+    runs other tests left running keep a call that names no run as ambiguous as the test's two do."""
+    tmp = tmp_path_factory.mktemp("transport-bounds")
+    small = {"AUTORESEARCH_TASK_DIRS": str(small_codeopt)}
+    with http_server(tmp / "runs.db", COVTYPE_FIXTURE, tmp / "data", "--token", TOKEN, **small) as port:
+        yield port
 
 
 @asynccontextmanager
@@ -59,25 +71,22 @@ async def result_of(client: Client, tool: str, args: dict[str, Any]) -> dict[str
 
 
 @pytest.mark.asyncio
-async def test_a_forged_session_id_neither_reads_nor_redirects_another_clients_run(
-    tmp_path: Path, covtype_csv: Path
-):
-    with http_server(tmp_path / "runs.db", covtype_csv, tmp_path / "data", "--token", TOKEN) as port:
-        seen: dict[str, str] = {}
-        async with legacy_client(port, seen) as victim, legacy_client(port) as other:
-            mine = (await result_of(victim, "start_run", {"task": "toy-quadratic"}))["run_id"]
-            await result_of(other, "start_run", {"task": "toy-quadratic"})  # two running
-            # Another token holder sends the victim's session id on the 2026-07-28 protocol.
-            forged = {"Authorization": f"Bearer {TOKEN}", "mcp-session-id": seen["session"]}
-            async with (
-                httpx2.AsyncClient(headers=forged, timeout=30) as http,
-                Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as attacker,
-            ):
-                assert await result_of(attacker, "get_run_summary", {}) == {"refused": "ambiguous_run"}
-                theirs = (await result_of(attacker, "start_run", {"task": "toy-quadratic"}))["run_id"]
-                assert await result_of(attacker, "add_note", {"text": "mine"}) == {"refused": "ambiguous_run"}
-            note = await result_of(victim, "add_note", {"text": "the victim's note", "run_id": mine})
-            assert note["run_id"] == mine != theirs
+async def test_a_forged_session_id_neither_reads_nor_redirects_another_clients_run(port: int):
+    seen: dict[str, str] = {}
+    async with legacy_client(port, seen) as victim, legacy_client(port) as other:
+        mine = (await result_of(victim, "start_run", {"task": "toy-quadratic"}))["run_id"]
+        await result_of(other, "start_run", {"task": "toy-quadratic"})  # two running
+        # Another token holder sends the victim's session id on the 2026-07-28 protocol.
+        forged = {"Authorization": f"Bearer {TOKEN}", "mcp-session-id": seen["session"]}
+        async with (
+            httpx2.AsyncClient(headers=forged, timeout=30) as http,
+            Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as attacker,
+        ):
+            assert await result_of(attacker, "get_run_summary", {}) == {"refused": "ambiguous_run"}
+            theirs = (await result_of(attacker, "start_run", {"task": "toy-quadratic"}))["run_id"]
+            assert await result_of(attacker, "add_note", {"text": "mine"}) == {"refused": "ambiguous_run"}
+        note = await result_of(victim, "add_note", {"text": "the victim's note", "run_id": mine})
+        assert note["run_id"] == mine != theirs
 
 
 async def legacy_call(
@@ -105,23 +114,22 @@ async def legacy_call(
 
 @pytest.mark.asyncio
 async def test_with_a_shared_token_a_stolen_handshake_session_neither_plants_notes_nor_starts_runs_for_its_owner(
-    tmp_path: Path, covtype_csv: Path
+    port: int,
 ):
     # On main the session remembered its run: whoever sent the victim's session id with the team's token
     # wrote notes into the victim's run, and a run it started there became the victim's default.
-    with http_server(tmp_path / "runs.db", covtype_csv, tmp_path / "data", "--token", TOKEN) as port:
-        seen: dict[str, str] = {}
-        async with legacy_client(port, seen) as victim, legacy_client(port) as other:
-            mine = (await result_of(victim, "start_run", {"task": "toy-quadratic"}))["run_id"]
-            await result_of(other, "start_run", {"task": "toy-quadratic"})  # two running
-            version = str(victim.session.protocol_version)
-            stolen = await legacy_call(port, seen["session"], version, "add_note", {"text": "planted"})
-            assert stolen == {"refused": "ambiguous_run"}
-            theirs = await legacy_call(port, seen["session"], version, "start_run", {"task": "toy-quadratic"})
-            assert (await result_of(victim, "add_note", {"text": "the victim's own"})) == {
-                "refused": "ambiguous_run"
-            }
-            notes = (await result_of(victim, "get_run_summary", {"run_id": mine}))["summary"]
+    seen: dict[str, str] = {}
+    async with legacy_client(port, seen) as victim, legacy_client(port) as other:
+        mine = (await result_of(victim, "start_run", {"task": "toy-quadratic"}))["run_id"]
+        await result_of(other, "start_run", {"task": "toy-quadratic"})  # two running
+        version = str(victim.session.protocol_version)
+        stolen = await legacy_call(port, seen["session"], version, "add_note", {"text": "planted"})
+        assert stolen == {"refused": "ambiguous_run"}
+        theirs = await legacy_call(port, seen["session"], version, "start_run", {"task": "toy-quadratic"})
+        assert (await result_of(victim, "add_note", {"text": "the victim's own"})) == {
+            "refused": "ambiguous_run"
+        }
+        notes = (await result_of(victim, "get_run_summary", {"run_id": mine}))["summary"]
     assert "planted" not in notes and theirs["run_id"] != mine
 
 
@@ -149,49 +157,43 @@ def test_made_up_session_ids_cannot_push_a_connection_out_of_the_resolver(settin
 
 
 @pytest.mark.asyncio
-async def test_subscriptions_of_one_connection_are_bounded_in_number_and_length(
-    tmp_path: Path, covtype_csv: Path
-):
-    with http_server(tmp_path / "runs.db", covtype_csv, tmp_path / "data", "--token", TOKEN) as port:
-        async with legacy_client(port) as client:
-            await subscribe(client, "test://static-text")  # any scheme: the conformance suite uses its own
-            await unsubscribe(client, "test://static-text")
-            for i in range(MAX_SUBSCRIPTIONS):
-                await subscribe(client, f"autoresearch://runs/r-{i:010d}/summary")
-            await subscribe(client, "autoresearch://runs/r-0000000000/summary")  # again: no more room taken
-            with pytest.raises(MCPError, match="unsubscribe from one first"):
-                await subscribe(client, "autoresearch://runs/one-too-many/summary")
-            await unsubscribe(client, "autoresearch://runs/r-0000000001/summary")
+async def test_subscriptions_of_one_connection_are_bounded_in_number_and_length(port: int):
+    async with legacy_client(port) as client:
+        await subscribe(client, "test://static-text")  # any scheme: the conformance suite uses its own
+        await unsubscribe(client, "test://static-text")
+        for i in range(MAX_SUBSCRIPTIONS):
+            await subscribe(client, f"autoresearch://runs/r-{i:010d}/summary")
+        await subscribe(client, "autoresearch://runs/r-0000000000/summary")  # again: no more room taken
+        with pytest.raises(MCPError, match="unsubscribe from one first"):
             await subscribe(client, "autoresearch://runs/one-too-many/summary")
-            with pytest.raises(MCPError, match=f"at most {MAX_URI_CHARS} characters"):
-                await subscribe(client, "autoresearch://" + "x" * MAX_URI_CHARS)
+        await unsubscribe(client, "autoresearch://runs/r-0000000001/summary")
+        await subscribe(client, "autoresearch://runs/one-too-many/summary")
+        with pytest.raises(MCPError, match=f"at most {MAX_URI_CHARS} characters"):
+            await subscribe(client, "autoresearch://" + "x" * MAX_URI_CHARS)
 
 
 @pytest.mark.asyncio
-async def test_listen_streams_are_bounded_in_uris_their_length_and_number_per_client(
-    tmp_path: Path, covtype_csv: Path
-):
+async def test_listen_streams_are_bounded_in_uris_their_length_and_number_per_client(port: int):
     # On main a 2026-07-28 client listened to 300 URIs of 3,031 characters, on as many streams as it liked.
-    with http_server(tmp_path / "runs.db", covtype_csv, tmp_path / "data", "--token", TOKEN) as port:
-        async with (
-            httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http,
-            Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
-        ):
-            uris = [f"autoresearch://runs/r-{i:010d}/summary" for i in range(MAX_SUBSCRIPTIONS)]
-            with pytest.raises(MCPError, match=f"at most {MAX_SUBSCRIPTIONS} resource URIs"):
-                async with client.listen(resource_subscriptions=[*uris, "autoresearch://runs/one-more"]):
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as http,
+        Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)) as client,
+    ):
+        uris = [f"autoresearch://runs/r-{i:010d}/summary" for i in range(MAX_SUBSCRIPTIONS)]
+        with pytest.raises(MCPError, match=f"at most {MAX_SUBSCRIPTIONS} resource URIs"):
+            async with client.listen(resource_subscriptions=[*uris, "autoresearch://runs/one-more"]):
+                pass
+        with pytest.raises(MCPError, match=f"URIs of at most {MAX_URI_CHARS} characters"):
+            async with client.listen(resource_subscriptions=["autoresearch://" + "x" * MAX_URI_CHARS]):
+                pass
+        async with AsyncExitStack() as streams:
+            for _ in range(MAX_STREAMS_PER_CLIENT):
+                await streams.enter_async_context(client.listen(resource_subscriptions=uris))
+            with pytest.raises(MCPError, match="close one first"):
+                async with client.listen(resources_list_changed=True):
                     pass
-            with pytest.raises(MCPError, match=f"URIs of at most {MAX_URI_CHARS} characters"):
-                async with client.listen(resource_subscriptions=["autoresearch://" + "x" * MAX_URI_CHARS]):
-                    pass
-            async with AsyncExitStack() as streams:
-                for _ in range(MAX_STREAMS_PER_CLIENT):
-                    await streams.enter_async_context(client.listen(resource_subscriptions=uris))
-                with pytest.raises(MCPError, match="close one first"):
-                    async with client.listen(resources_list_changed=True):
-                        pass
-            async with client.listen(resource_subscriptions=uris) as again:  # the others closed: room again
-                assert again.honored.resource_subscriptions == uris
+        async with client.listen(resource_subscriptions=uris) as again:  # the others closed: room again
+            assert again.honored.resource_subscriptions == uris
 
 
 async def subscribe(client: Client, uri: str) -> None:
