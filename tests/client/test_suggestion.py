@@ -74,7 +74,9 @@ def test_suggest_is_refused_in_one_line_on_code_work_and_in_the_stateless_modes(
     assert "--mode stateless does not read it" in capfd.readouterr().err
 
 
-def test_compare_takes_suggest_for_the_stateful_mode_only_and_records_it(toy_env, tmp_path: Path, capfd):
+def test_compare_takes_suggest_for_the_stateful_mode_only_and_records_it(
+    toy_env: None, server_here: None, tmp_path: Path, capfd
+):
     base = ["compare", "--task", "toy-quadratic", "--llm", "scripted", "--iterations", "3", "--seeds", "42"]
     assert main([*base, "--suggest", "tpe", "--out", str(tmp_path / "all")]) == 2
     assert "--suggest puts its line in the summary only the stateful agent reads" in capfd.readouterr().err
