@@ -184,8 +184,7 @@ def server_here(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     same (its settings from the same flags and AUTORESEARCH_* variables), its sandboxes still real
     subprocesses; a spawned one costs about two CPU seconds of imports. The stdio transport keeps tests
     of its own (test_cli, test_cli_mistakes' Ctrl-C, test_second_hour's terminal and bad toml,
-    test_outside_clients, test_persistence, the examples), and so does `compare --parallel`, whose
-    servers would otherwise prepare the same task data in one process at once."""
+    test_outside_clients, test_persistence, the examples)."""
     from autoresearch_mcp.client import compare, run_cmd
     from autoresearch_mcp.client.connect import connect
     from autoresearch_mcp.contract.env import data_setting

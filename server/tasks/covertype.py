@@ -18,6 +18,7 @@ import hashlib
 import os
 import re
 import shutil
+import threading
 import warnings
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def prepared(shipped: Path, settings: dict[str, object]) -> Path:
     if (copy / "secret" / "y_test.npy").is_file():
         return copy
     X_train, y_train, X_test, y_test = split(data)
-    building = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")
+    # One building folder per thread: two servers in one process (or two calls of one) may prepare at once.
+    building = copy.with_name(f"{copy.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     shutil.rmtree(building, ignore_errors=True)
     shutil.copytree(shipped, building, ignore=shutil.ignore_patterns("__pycache__"))
     toml = building / "autoresearch.toml"
@@ -96,7 +98,7 @@ def prepared(shipped: Path, settings: dict[str, object]) -> Path:
     np.save(building / "secret" / "y_test.npy", y_test)
     try:
         os.replace(building, copy)
-    except OSError:  # another process made it first
+    except OSError:  # another process or thread made it first
         shutil.rmtree(building, ignore_errors=True)
     return copy
 

@@ -42,7 +42,7 @@ def server_env(monkeypatch: pytest.MonkeyPatch, covtype_csv: Path) -> None:
 
 
 def test_compare_runs_the_three_modes_at_once_and_writes_results_a_table_and_a_figure(
-    tmp_path: Path, agent_server_env: None
+    tmp_path: Path, agent_server_env: None, server_here: None
 ):
     # The toy task: what compare writes does not depend on the task (the HPO runs' share of the cores
     # is the slow test's below), and its experiments take milliseconds where XGBoost's take seconds.
