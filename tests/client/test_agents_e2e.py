@@ -610,9 +610,9 @@ async def test_a_model_with_small_model_habits_is_refused_without_cost_and_the_r
 async def test_broken_indentation_in_an_edit_is_rejected_and_the_next_edit_gets_through(
     tmp_path: Path, shared_server: str
 ):
-    args = run_args(tmp_path, "--task", "codeopt-records", "--llm", "scripted-sloppy", "--iterations", "4")
-    result = await run_session(args, mode="stateful", seed=42)
-    assert result.stop_reason == "budget" and result.experiments == 4
+    args = run_args(tmp_path, "--task", "codeopt-records", "--llm", "scripted-sloppy", "--iterations", "3")
+    result = await run_session(args, mode="stateful", seed=42)  # its third call breaks the indentation
+    assert result.stop_reason == "budget" and result.experiments == 3
     rejected = [e for e in _error_results(result.transcript) if "edit rejected" in e]  # edits or a def
     assert rejected and "train.py unchanged" in rejected[0]
     assert result.refusals.get("rejected_edit", 0) == len(rejected)
