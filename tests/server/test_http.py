@@ -2,7 +2,6 @@
 it starts, several clients at once on shared runs, background jobs, and resuming after a restart. Who
 gets in (the token, the Host and Origin checks) is test_http_auth.py's table."""
 
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,10 +13,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from autoresearch_mcp.cli import main
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.server.http import build_http_app
 from autoresearch_mcp.server.settings import ServerSettings
-from http_servers import http_server, serve_command, server_env
+from http_servers import http_server, serve_command
 
 TOKEN = "test-token-0123456789abcdef"
 INITIALIZE = {
@@ -48,17 +48,16 @@ async def call(client: Client, tool: str, args: dict[str, Any], **kwargs: Any) -
     return result.structured_content
 
 
-def test_serving_beyond_loopback_without_a_token_is_refused(tmp_path: Path, covtype_csv: Path):
-    done = subprocess.run(
-        serve_command(tmp_path / "runs.db", covtype_csv, "--host", "0.0.0.0"),
-        env=server_env(tmp_path / "data"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "refusing to serve on 0.0.0.0 without a bearer token" in done.stderr
-    assert "--token or set AUTORESEARCH_TOKEN" in done.stderr
+def test_serving_beyond_loopback_without_a_token_is_refused(
+    tmp_path: Path, covtype_csv: Path, capsys: pytest.CaptureFixture[str]
+):
+    # The command in this process: it is refused before anything starts, all a subprocess would run.
+    command = serve_command(tmp_path / "runs.db", covtype_csv, "--host", "0.0.0.0")
+    assert command[1:4] == ["-m", "autoresearch_mcp.cli", "serve"]
+    assert main(command[3:]) == 2
+    said = capsys.readouterr().err
+    assert "refusing to serve on 0.0.0.0 without a bearer token" in said
+    assert "--token or set AUTORESEARCH_TOKEN" in said
     assert not (tmp_path / "runs.db").exists()  # refused before opening anything
 
 
