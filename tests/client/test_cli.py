@@ -1,11 +1,11 @@
 """The command line as a user meets it: each mistake is one line on stderr and exit status 2, `--help`
 says what every option does and what it defaults to, and the stored runs can be looked at and exported.
 
-The commands run as real subprocesses (the installed entry point's module), so what is asserted is
-everything the user would see, the spawned server's stderr included; a mistake caught before anything
-starts runs main() in this process, which is all that such a subprocess would run, and so does a command
-whose point is what the server answers, not how it was reached (its server in this process too:
-conftest.server_here)."""
+A command runs main() in this process, as the entry point does, and what is asserted is everything the
+user would see: a mistake caught before anything starts is all that a subprocess would run, and a command
+whose point is what the server answers, not how it was reached, has its server in this process too
+(conftest.server_here). The installed entry point, spawning its own server, runs as a subprocess where
+that is the point."""
 
 import argparse
 import csv
@@ -22,19 +22,6 @@ import pytest
 from autoresearch_mcp.cli import build_parser, main
 from conftest import unused_port
 from http_servers import http_server
-
-
-def cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 240, cwd: Path | None = None
-) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autoresearch_mcp.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
 
 
 def cli_here(capture: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess:
@@ -193,9 +180,15 @@ def test_budget_and_iterations_are_the_same_flag():
     assert parser.parse_args(["compare", "--budget", "7", "--out", "results"]).iterations == 7
 
 
-def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(tmp_path: Path, agent_server_env: None):
+def test_a_run_off_a_terminal_prints_plain_lines_and_where_to_look(
+    tmp_path: Path, agent_server_env: None, server_here: None, capsys: pytest.CaptureFixture[str]
+):
+    # In this process, its stdout a capture, not a terminal (the installed entry point and the server it
+    # spawns: the last test here, and test_second_hour's Ctrl-C and terminal).
     db = tmp_path / "r.db"
-    result = cli("run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "3", "--db", str(db))
+    result = cli_here(
+        capsys, "run", "--task", "toy-quadratic", "--llm", "scripted", "--budget", "3", "--db", str(db)
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     run_id = sqlite3.connect(db).execute("SELECT id FROM runs").fetchone()[0]
