@@ -25,6 +25,7 @@ from test_cli_mistakes import hears_ctrl_c, running_runs, said, stored
 from test_folder_cmd import run_with_a_second_version
 
 from autoresearch_mcp.client.connect import connect
+from autoresearch_mcp.server.in_process import serve_here
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from conftest import ROOT
@@ -391,7 +392,7 @@ def test_the_final_lines_count_one_call_in_the_singular_and_their_commands_run(
 
 def test_query_results_declares_a_type_for_every_cell_of_its_rows(tmp_path: Path):
     async def output_schema() -> dict:
-        async with connect(db=tmp_path / "r.db") as rc:
+        async with connect(db=tmp_path / "r.db", here=serve_here) as rc:  # the schema, not the transport
             [tool] = [t for t in await rc.tools() if t.name == "query_results"]
             return tool.output_schema
 

@@ -1,7 +1,7 @@
-"""A strong model's path through a real stdio server, played by a scripted policy: it reads the turn
-resource before each step, proposes, and reads why each result was or was not kept, with the
-secondary metrics the script printed. Nothing it reads gives it an order: the default turn is the
-neutral profile's."""
+"""A strong model's path through a real server (in this process: what it reads is the point, not the
+transport), played by a scripted policy: it reads the turn resource before each step, proposes, and
+reads why each result was or was not kept, with the secondary metrics the script printed. Nothing it
+reads gives it an order: the default turn is the neutral profile's."""
 
 import re
 from pathlib import Path
@@ -10,6 +10,7 @@ import pytest
 
 from autoresearch_mcp.client.connect import ResearchClient, connect
 from autoresearch_mcp.contract.tools import Uri
+from autoresearch_mcp.server.in_process import serve_here
 from folder_fixture import make_folder
 
 ORDERS = re.compile(r"Change at least one value|\be\.g\.|\bmake a change\b|\btry\b", re.IGNORECASE)
@@ -37,7 +38,8 @@ async def test_a_strong_policy_reads_the_turn_and_sees_reasons_and_secondary_met
 ):
     folder = make_folder(tmp_path, "bowl")
     policy = StrongPolicy()
-    async with connect(db=tmp_path / "runs.db", server_args=["--task-dir", str(folder)]) as rc:
+    flags = ["--task-dir", str(folder)]
+    async with connect(db=tmp_path / "runs.db", server_args=flags, here=serve_here) as rc:
         started = await rc.call_tool("start_run", {"task": "bowl", "budget": 3})
         run_id = started.data["run_id"]  # type: ignore[index]
         results = [await policy.step(rc, run_id, number) for number in range(3)]
