@@ -453,10 +453,10 @@ async def test_a_revert_is_not_replayed_and_a_second_one_before_anything_ran_is_
     after_revert, after_second = bodies[2]["messages"], bodies[3]["messages"]
     assert [m["role"] for m in after_revert] == ["system", "user"]  # the revert is not replayed
     told = after_revert[-1]["content"]
-    assert "train.py now v3: revert to v1" in told
+    assert "train.py v3 now: revert to v1" in told
     assert "Your REVERT v1 is done: train.py is now v3" in told and "REVERT v<N>" not in told
     # The second revert made no version: the next request still shows v3, and no REVERT on offer.
-    assert "train.py now v3: revert to v1" in after_second[-1]["content"]
+    assert "train.py v3 now: revert to v1" in after_second[-1]["content"]
     refused = note(bodies[3])
     assert refused.startswith("train.py went back to an earlier version with your last REVERT")
     assert "REVERT" not in refused.split("make a change now.", 1)[1]

@@ -130,7 +130,7 @@ async def test_hostile_train_py_is_refused_by_the_real_guard_and_nothing_is_stor
             )
             assert result.is_error, f"the guard let {name!r} through"
             text = result.content[0].text
-            assert "edit rejected, train.py unchanged" in text and "import of 'os' is not allowed" in text
+            assert "edit rejected, train.py v1 unchanged" in text and "import of 'os' is not allowed" in text
             refused.append(name)
             await answers_normally(client, run_id)
         after = snapshot(settings.db_path)
