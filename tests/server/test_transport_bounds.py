@@ -20,7 +20,7 @@ import pytest
 import uvicorn
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from test_http import TOKEN, http_server, server_env
+from test_http import TOKEN
 
 from autoresearch_mcp.server.http import build_http_app, uvicorn_config
 from autoresearch_mcp.server.listen import MAX_STREAMS_PER_CLIENT
@@ -29,6 +29,7 @@ from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
 from autoresearch_mcp.server.tools.connection import RunResolver
 from conftest import COVTYPE_FIXTURE
+from http_servers import http_server, server_env
 
 
 @pytest.fixture(scope="module")
