@@ -136,7 +136,7 @@ async def test_over_the_anthropic_api_the_request_carries_no_tools_and_the_param
         bodies = fake.bodies("/v1/messages")
     assert result.stop_reason == "budget" and result.experiments == 2
     assert all("tools" not in body and "tool_choice" not in body for body in bodies)
-    assert "reply with one JSON object of only the params you change" in json.dumps(bodies[0]["system"])
+    assert "Reply with one JSON object of only the params you change" in json.dumps(bodies[0]["system"])
     second = bodies[1]["messages"][0]["content"][0]["text"]
     # Anthropic's model reads the neutral profile's turn: the secondary metrics too, and no order.
     assert "Best macro_f1=" in second and "(#1; accuracy " in second and "): defaults" in second
