@@ -17,6 +17,7 @@ from autoresearch_mcp.contract.models import Experiment, Run
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.store.experiments import better
 from autoresearch_mcp.server.suggest import suggestion_line
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
@@ -148,7 +149,7 @@ def _looks_better(exp: Experiment, best: Experiment | None, task: Task) -> bool:
     better figure: a speedup's interval above the best's)."""
     if exp.kept or exp.status != "ok" or exp.metric is None or best is None or best.metric is None:
         return False
-    return exp.metric > best.metric if task.direction == "max" else exp.metric < best.metric
+    return better(exp.metric, best.metric, task.direction)
 
 
 def _defaults(task: Task) -> dict[str, Any]:
