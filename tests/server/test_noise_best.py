@@ -291,7 +291,10 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
 
     service.train_py.modify_train_py(run.id, "the fastest rewrite", fastest, None)
     fast = service.experiments.run_benchmark(run.id)
-    assert fast.is_new_best and fast.experiment.metrics["vs_best_low"] > 1.2
+    # Kept because its interval clears 1; twice as fast by its estimate (a loaded machine widens the
+    # interval, so its low end is not pinned further than the keep rule reads it)
+    fast_metrics = fast.experiment.metrics
+    assert fast.is_new_best and fast_metrics["vs_best_low"] > 1 and fast_metrics["vs_best"] > 1.5
     assert (
         fast.best is not None
         and fast.best.low is not None
