@@ -1,0 +1,41 @@
+"""benchmarks/batch.py's table: what a real model's batch half alone reads like, and the kept files."""
+
+import gzip
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import batch
+
+
+def _row(setup: str, seed: int, refused: int) -> batch.Measured:
+    return batch.Measured(
+        setup=setup, seed=seed, experiments=16, calls=5, billed=1600, wall_s=320.0, best=0.75,
+        proposed=16 + refused, refused=refused,
+    )  # fmt: skip
+
+
+def test_the_batch_half_alone_names_the_model_flags_and_counts_refusals_per_item() -> None:
+    run_args = ["--llm", "openai", "--temperature", "1.0"]
+    table = batch.table(
+        [_row("batch", 42, 2), _row("batch", 123, 0)], 16, "hpo-covertype", [42, 123], run_args
+    )
+    assert "`run --llm openai --temperature 1.0`" in table and "Scripted double" not in table
+    assert "| batch | `--batch 4 --workers 2` | 32 | 10 | 2/34 | 100 | 20.00 | 0.7500 (0.0000) |" in table
+    assert "sequential" not in table and "Batch against sequential" not in table  # no half to compare
+    assert "| batch | 123 | 16 | 5 | 16 | 0 | 1600 | 320 | 0.7500 |" in table
+
+
+def test_the_scripted_table_compares_the_two_halves() -> None:
+    table = batch.table([_row("sequential", 42, 0), _row("batch", 42, 0)], 16, "hpo-covertype", [42], [])
+    assert table.startswith("# A batch per turn") and "Scripted double" in table
+    assert "billed tokens per experiment 100%, wall per experiment 100%" in table
+
+
+def test_kept_transcripts_are_gzipped_in_place(tmp_path: Path) -> None:
+    (tmp_path / "batch-42.jsonl").write_text('{"billed": {"input": 1, "output": 2}}\n')
+    batch.gzip_transcripts(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batch-42.jsonl.gz"]
+    assert gzip.decompress((tmp_path / "batch-42.jsonl.gz").read_bytes()).startswith(b'{"billed"')
