@@ -433,7 +433,10 @@ async def test_a_revert_to_the_current_version_is_answered_with_a_change_to_make
     assert result.stop_reason == "budget" and result.experiments == 2
     answer = note(bodies[2])
     assert answer.startswith("train.py v2 already equals v2")
-    assert "REVERT" not in answer and answer.endswith("or SEARCH/REPLACE edits; or DONE: <reason>.")
+    # DONE is offered once something was kept: whether the first rewrite beat the original is a timing
+    # verdict (a loaded machine may leave it within the noise), so the words follow what was decided.
+    done = "; or DONE: <reason>" if result.history[0].kept else ""
+    assert "REVERT" not in answer and answer.endswith(f"or SEARCH/REPLACE edits{done}.")
 
 
 @pytest.mark.asyncio
