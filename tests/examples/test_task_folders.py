@@ -1,4 +1,4 @@
-"""The three task folders in examples/tasks/, each registered with a real server and run through MCP, with
+"""The four task folders in examples/tasks/, each registered with a real server and run through MCP, with
 data that scikit-learn ships (no download)."""
 
 import importlib.util
@@ -44,6 +44,21 @@ async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
             "experiment"
         ]
     assert exp["status"] == "ok" and 0 < exp["metric"] < 1 and 0.8 < exp["metrics"]["val_accuracy"] <= 1
+
+
+@pytest.mark.asyncio
+async def test_cancer_rf_tunes_three_params_of_a_random_forest(settings):
+    async with serving(settings) as client:
+        answer = await client.call_tool("start_run", {"task": "cancer-rf", "budget": 1})
+        started = answer.structured_content
+        assert started["experiment_tool"] == "run_experiment"
+        assert "n_estimators (int >=10 <=500, log scale, default 100)" in answer.content[0].text
+        params = {"n_estimators": 20, "max_depth": 4, "max_features": 0.5}
+        exp = (await call(client, "run_experiment", {"run_id": started["run_id"], "params": params}))[
+            "experiment"
+        ]
+    assert exp["status"] == "ok" and 0 < exp["metric"] < 1 and 0.8 < exp["metrics"]["val_accuracy"] <= 1
+    assert exp["params"] == params
 
 
 @pytest.mark.asyncio
