@@ -14,7 +14,7 @@ from typing import Any
 
 from autoresearch_mcp.contract.env import ENV_TASK_PLUGINS, data_dir_path
 from autoresearch_mcp.contract.errors import ResearchError, UnavailableError
-from autoresearch_mcp.contract.models import Run
+from autoresearch_mcp.contract.models import Run, TaskInfo
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.tasks.base import Task, TaskSettings
 from autoresearch_mcp.server.tasks.recorded import recorded_task
@@ -127,7 +127,12 @@ def _covertype_class(shipped: Path, key: tuple[tuple[str, Any], ...]) -> TaskFac
             )
         return {**base.options(self), "data": source_name(dict(key))}  # which data the run split
 
-    return type(base.__name__, (base,), {"folder": property(folder), "options": options})
+    def info(self: Task) -> TaskInfo:
+        # What a listing shows is the shipped folder's (its copy differs in threads and time limit only):
+        # listing tasks splits no data, and imports no scikit-learn, until a run needs the copy.
+        return base(self.settings).info()
+
+    return type(base.__name__, (base,), {"folder": property(folder), "options": options, "info": info})
 
 
 def settings_models() -> list[type[TaskSettings]]:

@@ -223,3 +223,13 @@ def test_the_wall_clock_limit_is_the_tasks_own_setting_from_the_environment_and_
     monkeypatch.delenv("AUTORESEARCH_HPO_WALL_S")
     assert wall_s(task_settings()) == 600
     assert "hpo_wall_s" not in ServerSettings.model_fields  # the server's own settings know none of it
+
+
+def test_listing_the_task_splits_no_data_until_a_run_needs_it(covtype_csv, isolated_data_dir):
+    task = make_task("hpo-covertype", {"covtype_path": str(covtype_csv)})
+    info = task.info()
+    assert info.kind == "params" and "max_depth" in info.params_schema["properties"]
+    assert not (isolated_data_dir / "tasks").exists()  # a listing reads the shipped folder's words
+    assert task.options()["data"] == "csv:covtype_2k.csv.gz"  # what a run reads: the split is made now
+    assert (task.folder / "secret" / "y_test.npy").is_file()  # type: ignore[attr-defined]
+    assert task.folder.parent == isolated_data_dir / "tasks"  # type: ignore[attr-defined]
