@@ -132,12 +132,6 @@ def _draw(
     return params, results
 
 
-def modelled(store: Store, run: Run, task: Task) -> bool:
-    """Whether the run's suggestion is TPE's model of its results, not a start-up draw at random."""
-    drawn = _suggestion(store, run, task)
-    return drawn is not None and drawn[1] >= STARTUP
-
-
 def suggestion_line(store: Store, run: Run, task: Task) -> str | None:
     """`optimiser suggests: max_depth=7 learning_rate=0.05 ...` (every searched param), or None; in
     the random start-up phase it says so after the params (the client reads the `name=value` words)."""

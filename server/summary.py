@@ -18,7 +18,7 @@ from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 from autoresearch_mcp.server.store import Store
 from autoresearch_mcp.server.store.experiments import better
-from autoresearch_mcp.server.suggest import modelled, suggestion_line
+from autoresearch_mcp.server.suggest import suggestion_line
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
 from autoresearch_mcp.server.tasks.speed import NOT_SHOWN, SHOWN_FIRST, VERDICT_METRICS
@@ -259,14 +259,9 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
     if (suggested := suggestion_line(store, run, task)) is not None:
         lines.append(suggested)
     if words == "small" and has_params and recent and run.status == "running":
-        # Once TPE models the results, its line is the change to make: a second, different example
-        # here drew the small model away from it (it took 4 of 44 suggestions, none it was pointed to).
-        example = (
-            "try the optimiser's suggestion"
-            if modelled(store, run, task)
-            else least_varied(store, run, earlier, task, best.params if best else {})
+        lines.append(
+            f"Change at least one value, e.g. {least_varied(store, run, earlier, task, best.params if best else {})}."
         )
-        lines.append(f"Change at least one value, e.g. {example}.")
     return "\n".join(lines)
 
 

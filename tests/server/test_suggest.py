@@ -43,22 +43,6 @@ def test_the_line_says_while_tpe_is_still_drawing_at_random_and_stops_saying_it_
     assert "random" not in line and set(values(line)) == {"x", "y", "sleep"}
 
 
-def test_the_small_words_point_to_the_suggestion_once_tpe_models_and_name_a_param_before(
-    settings: ServerSettings, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setattr(suggest, "STARTUP", 2)
-    research = Research(settings).open()
-    run, _ = research.runs.start_run("toy-quadratic", 10, None, 42, None, suggest="tpe")
-    research.experiments.run_experiment(run.id, {"x": 1.0}, None)
-    early = research.runs.get_run_summary(run.id, "small").splitlines()
-    assert early[-1].startswith("Change at least one value, e.g. ") and "optimiser" not in early[-1]
-    research.experiments.run_experiment(run.id, {"x": -1.0}, None)
-    modelled = research.runs.get_run_summary(run.id, "small").splitlines()
-    assert modelled[-2].startswith(PREFIX_WORDS) and "random" not in modelled[-2]
-    assert modelled[-1] == "Change at least one value, e.g. try the optimiser's suggestion."
-    assert "Change at least one value" not in research.runs.get_run_summary(run.id)  # neutral words
-
-
 def test_a_params_run_that_asked_for_tpe_shows_one_suggestion_line_inside_the_tasks_bounds(
     settings: ServerSettings,
 ):
