@@ -177,12 +177,18 @@ class OpenAILLM:
         where = self._client.base_url
         quick = self._client.with_options(timeout=PREFLIGHT_TIMEOUT_S)
         try:
-            page = await self._call(quick.models.list())
-        except TransientLLMError as exc:
-            if isinstance(exc.__cause__, openai.APITimeoutError) and self.model is not None:
+            try:
+                page = await self._call(quick.models.list())
+            except TransientLLMError as exc:
+                if not isinstance(exc.__cause__, openai.APITimeoutError):
+                    raise
                 # Something answers there but is busy: a one-request-at-a-time local server still
-                # generating for another client. The run's own calls wait for it (--llm-timeout).
-                return
+                # generating for another client. The run's own calls wait for it (--llm-timeout); so
+                # does the model list where it names the model (a second `compare` beside a first).
+                if self.model is not None:
+                    return
+                page = await self._call(self._client.models.list())
+        except TransientLLMError as exc:
             raise LLMError(f"cannot reach {where} ({exc}); is the server running? Check --base-url") from exc
         except LLMError as exc:
             if self.model is None or "refused the key" in str(exc):

@@ -246,15 +246,18 @@ class _BusyServer(FakeOpenAIServer):
 
 
 @pytest.mark.asyncio
-async def test_a_busy_endpoint_passes_the_preflight_when_the_model_is_named(monkeypatch) -> None:
+async def test_a_busy_endpoint_passes_the_preflight_and_names_its_model_when_it_answers(monkeypatch) -> None:
     monkeypatch.setattr(openai_backend, "PREFLIGHT_TIMEOUT_S", 0.2)
     with _BusyServer() as fake:
         named = make_llm("openai", model="m", base_url=fake.base_url, api_key="k")
-        unnamed = make_llm("openai", base_url=fake.base_url, api_key="k")
+        unnamed = make_llm("openai", base_url=fake.base_url, api_key="k", timeout=5.0)
+        hasty = make_llm("openai", base_url=fake.base_url, api_key="k", timeout=0.5)
         try:
             await named.preflight()  # it answers, later: the run's calls wait for it
+            await unnamed.preflight()  # the model list, waited for as long as a call may take
+            assert unnamed.name == "openai:qwen2.5-coder"
             with pytest.raises(LLMError, match=r"cannot reach .*APITimeoutError"):
-                await unnamed.preflight()  # without a model there is nothing to go on
+                await hasty.preflight()  # slower than --llm-timeout: nothing to go on
         finally:
-            await named.aclose()
-            await unnamed.aclose()
+            for llm in (named, unnamed, hasty):
+                await llm.aclose()
