@@ -31,32 +31,29 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
     return result.structured_content
 
 
-@pytest.mark.asyncio
-async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
+async def one_params_experiment(settings, task: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """A params folder's run started and one experiment run: the words start_run gave, the experiment."""
     async with serving(settings) as client:
-        answer = await client.call_tool("start_run", {"task": "digits-hgb", "budget": 2})
+        answer = await client.call_tool("start_run", {"task": task, "budget": 2})
         started = answer.structured_content
         assert started["experiment_tool"] == "run_experiment"
-        # a param searched on a log scale says so in the words a model reads
-        assert "learning_rate (float >=0.001 <=1.0, log scale, default 0.1)" in answer.content[0].text
-        params = {"max_iter": 10, "learning_rate": 0.3}
-        exp = (await call(client, "run_experiment", {"run_id": started["run_id"], "params": params}))[
-            "experiment"
-        ]
+        run = {"run_id": started["run_id"], "params": params}
+        return answer.content[0].text, (await call(client, "run_experiment", run))["experiment"]
+
+
+@pytest.mark.asyncio
+async def test_digits_hgb_tunes_params_of_a_scikit_learn_script(settings):
+    words, exp = await one_params_experiment(settings, "digits-hgb", {"max_iter": 10, "learning_rate": 0.3})
+    # a param searched on a log scale says so in the words a model reads
+    assert "learning_rate (float >=0.001 <=1.0, log scale, default 0.1)" in words
     assert exp["status"] == "ok" and 0 < exp["metric"] < 1 and 0.8 < exp["metrics"]["val_accuracy"] <= 1
 
 
 @pytest.mark.asyncio
 async def test_cancer_rf_tunes_three_params_of_a_random_forest(settings):
-    async with serving(settings) as client:
-        answer = await client.call_tool("start_run", {"task": "cancer-rf", "budget": 1})
-        started = answer.structured_content
-        assert started["experiment_tool"] == "run_experiment"
-        assert "n_estimators (int >=10 <=500, log scale, default 100)" in answer.content[0].text
-        params = {"n_estimators": 20, "max_depth": 4, "max_features": 0.5}
-        exp = (await call(client, "run_experiment", {"run_id": started["run_id"], "params": params}))[
-            "experiment"
-        ]
+    params = {"n_estimators": 20, "max_depth": 4, "max_features": 0.5}
+    words, exp = await one_params_experiment(settings, "cancer-rf", params)
+    assert "n_estimators (int >=10 <=500, log scale, default 100)" in words
     assert exp["status"] == "ok" and 0 < exp["metric"] < 1 and 0.8 < exp["metrics"]["val_accuracy"] <= 1
     assert exp["params"] == params
 
