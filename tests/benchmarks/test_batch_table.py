@@ -39,3 +39,15 @@ def test_kept_transcripts_are_gzipped_in_place(tmp_path: Path) -> None:
     batch.gzip_transcripts(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["batch-42.jsonl.gz"]
     assert gzip.decompress((tmp_path / "batch-42.jsonl.gz").read_bytes()).startswith(b'{"billed"')
+
+
+def test_the_real_model_batch_tables_in_the_benchmarks_page_are_the_committed_ones() -> None:
+    committed = ROOT / "benchmarks" / "results" / "hpo-16-batch4-qwen2.5-coder-1.5b" / "batch-2591170"
+    rows = [
+        line for line in (committed / "table.md").read_text().splitlines() if line.startswith("| batch |")
+    ]
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert len(rows) == 4 and all(row in page for row in rows)  # the whole and one row a seed
+    assert sorted(p.name for p in committed.glob("*.jsonl.gz")) == [
+        f"batch-{s}.jsonl.gz" for s in (123, 42, 456)
+    ]

@@ -57,3 +57,25 @@ def test_a_study_with_the_optimisers_line_says_how_often_the_model_took_it(tmp_p
         (tmp_path / "transcripts" / f"stateful-{seed}.jsonl.gz").write_bytes(gzip.compress(text.encode()))
     last = real_model_table.table([tmp_path]).splitlines()[-1]
     assert last == "The optimiser's suggestion, over 4 turns that offered one: took 2, changed 1, ignored 1."
+
+
+ISSUE_48_STUDIES = [
+    "hpo-15-qwen2.5-coder-1.5b/suggest-tpe/stateful-2591170",
+    "digits-hgb-15-qwen2.5-coder-1.5b/suggest-tpe/*-2591170",
+    "cancer-rf-15-qwen2.5-coder-1.5b/suggest-tpe/*-2591170",
+    "cancer-rf-15-qwen2.5-coder-1.5b/plain/stateful-c7bf007",
+]
+
+
+def test_the_issue_48_tables_in_the_benchmarks_page_are_what_the_command_prints_from_the_committed_runs():
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    results = ROOT / "benchmarks" / "results"
+    for study in ISSUE_48_STUDIES:
+        folders = sorted(results.glob(f"{study}/seed-*"))
+        assert len(folders) in (3, 6), study  # three seeds, of one mode or two
+        printed = real_model_table.table(folders)
+        rows = [
+            line for line in printed.splitlines() if line.startswith(("| stateful |", "| stateless-strong |"))
+        ]
+        uptake = [line for line in printed.splitlines() if line.startswith("The optimiser's suggestion")]
+        assert rows and all(row in page for row in rows + uptake), study
