@@ -21,11 +21,9 @@ Run it on a quiet machine: wall time is what it compares.
 """
 
 import argparse
-import gzip
 import json
 import re
 import shlex
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -36,6 +34,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from autoresearch_mcp.client.compare import pack_transcripts
 from autoresearch_mcp.server.tasks.covertype import SAMPLE
 from autoresearch_mcp.server.tasks.registry import BUILTIN
 
@@ -105,10 +104,10 @@ def measure(
 
 
 def gzip_transcripts(work: Path) -> None:
-    """The transcripts gzipped, as the results folders keep them."""
+    """The transcripts gzipped as `compare` packs them (the same bytes for the same run), then only the
+    packed ones kept."""
+    pack_transcripts(work)
     for transcript in work.glob("*.jsonl"):
-        with transcript.open("rb") as src, gzip.open(work / f"{transcript.name}.gz", "wb") as dst:
-            shutil.copyfileobj(src, dst)
         transcript.unlink()
 
 
