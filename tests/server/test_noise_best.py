@@ -291,10 +291,9 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
 
     service.train_py.modify_train_py(run.id, "the fastest rewrite", fastest, None)
     fast = service.experiments.run_benchmark(run.id)
-    # Kept because its interval clears 1; twice as fast by its estimate (a loaded machine widens the
-    # interval, so its low end is not pinned further than the keep rule reads it)
-    fast_metrics = fast.experiment.metrics
-    assert fast.is_new_best and fast_metrics["vs_best_low"] > 1 and fast_metrics["vs_best"] > 1.5
+    # Kept because its interval clears 1. How far above 1 is the machine's to say: CI's slow set loads
+    # the CPU on purpose beside it, and half the work measured 1.40x there (1.12x at the low end).
+    assert fast.is_new_best and fast.experiment.metrics["vs_best_low"] > 1
     assert (
         fast.best is not None
         and fast.best.low is not None
