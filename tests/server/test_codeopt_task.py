@@ -292,16 +292,21 @@ def test_the_profile_of_the_reference_names_the_function_that_holds_its_bubble_s
     assert profile is not None and profile.hot == "department_stats"
 
 
-@pytest.mark.slow  # which lines clear the 5% floor is sampled: a loaded machine can starve one
+@pytest.mark.slow  # which lines clear the 5% floor is measured: a loaded machine can starve one
 def test_the_profile_of_the_reference_finds_its_bubble_sorts_line(tmp_path: Path) -> None:
-    profile = reference_profile(tmp_path)
-    assert profile is not None
     # the sort's inner loop or its comparison: which of them leads depends on the input drawn
     bubble_sort = {
         "for j in range(len(top) - 1 - i):",
         'if a["salary"] < b["salary"] or (a["salary"] == b["salary"] and a["id"] > b["id"]):',
     }
-    assert any(line.text in bubble_sort for line in profile.lines)
+    seen = []
+    for attempt in range(3):  # a profile is advice measured on a shared machine: one of three must find it
+        profile = reference_profile(tmp_path / str(attempt))
+        assert profile is not None
+        seen.append((profile.hot, [line.text for line in profile.lines]))
+        if any(line.text in bubble_sort for line in profile.lines):
+            return
+    pytest.fail(f"no profile named the bubble sort's lines: {seen}")
 
 
 def test_a_version_that_crashes_has_no_profile(small: Path) -> None:
