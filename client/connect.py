@@ -138,11 +138,15 @@ class ResearchClient:
         reply: str = "tool",
         shown: list[str] | None = None,
         skip: frozenset[str] = frozenset(),
+        last: int | None = None,
     ) -> str:
-        """What the model reads this turn, as the server writes it (server/turn.py): the summary, the
-        code in focus on a code task (naming, not quoting, the functions in `shown`; passing over those
-        in `skip`), and the request for `reply`."""
-        uri = Uri.TURN.of(run_id=run_id, profile=profile, reply=reply, shown=shown or [], skip=skip)
+        """What the model reads this turn, as the server writes it (server/turn.py): the summary (with
+        the `last` experiments, the server's few where None), the code in focus on a code task (naming,
+        not quoting, the functions in `shown`; passing over those in `skip`), and the request for
+        `reply`."""
+        uri = Uri.TURN.of(
+            run_id=run_id, profile=profile, reply=reply, shown=shown or [], skip=skip, last=last
+        )
         return await self._read(uri)
 
     async def runs(self) -> list[Run]:

@@ -32,6 +32,7 @@ from autoresearch_mcp.client.protocol_tools import ToolReplies
 from autoresearch_mcp.client.stateful_base import result_text
 from autoresearch_mcp.client.tools import agent_tools
 from autoresearch_mcp.client.window import Turn, select_window, text_messages
+from autoresearch_mcp.contract.arguments import SUMMARY_LAST
 from autoresearch_mcp.contract.code_focus import shows_whole_file
 
 __all__ = ["StatefulAgent", "result_text"]
@@ -68,12 +69,14 @@ class StatefulAgent(ToolReplies, JsonReplies, TextReplies):
                 window = []  # the focus went back to an earlier version and dropped the turns about it
             # After the focus, which may have gone back: the turn says where train.py is now.
             reply = "text" if text_mode else "json" if json_mode else "tool"
-            words = await self.rc.turn(self.run_id, self.config.profile, reply, shown, skip)
+            # After a batch the summary lists every experiment it recorded, not only the last few.
+            last = self.batch_recorded if self.batch_recorded > SUMMARY_LAST else None
+            self.batch_recorded = 0
+            words = await self.rc.turn(self.run_id, self.config.profile, reply, shown, skip, last)
             if text_mode:
                 self.whole_file = shows_whole_file(words)
             said = [note] if note else []
-            if self.batch_lines:
-                # The summary lists the last few experiments only: the batch's every result, item by item.
+            if self.batch_lines:  # what the summary cannot list: the items that recorded nothing, and why
                 said += ["Your last batch:", *self.batch_lines]
                 self.batch_lines = []
             if said:  # the agent's own words, just before the request (the turn's last line)

@@ -64,7 +64,10 @@ class StatefulBase(Agent):
         self.current_code, self.changed, self.last_result = "", [], None
         self.whole_file = False  # the last text turn showed the whole file and asked for it whole
         self.aside = SetAside()  # functions whose versions kept failing (set_aside.py)
-        self.batch_lines: list[str] = []  # --batch: the last batch's line per item, for the next turn
+        # --batch: the last batch's items that recorded no experiment (refused, over K, a failed job),
+        # each with its reason, and how many did: the next turn's summary lists those
+        self.batch_lines: list[str] = []
+        self.batch_recorded = 0
 
     async def _batch(
         self, items: "list[dict[str, Any]] | list[dict[str, Any] | str]", turn: Turn
@@ -98,7 +101,8 @@ class StatefulBase(Agent):
         if not turn.recorded_experiment:
             self.failures += 1
         else:  # a batch with nothing recorded stays in the window, which says the same
-            self.batch_lines = [text for text, _ in said]
+            self.batch_lines = [text for text, unrecorded in said if unrecorded]
+            self.batch_recorded = len(said) - len(self.batch_lines)
         return said
 
     async def _collect(self, index: int, job_id: str, turn: Turn) -> tuple[str, bool]:

@@ -12,6 +12,7 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import RunList, TaskList
 from autoresearch_mcp.contract.tools import Uri
 from autoresearch_mcp.server.research import Research
+from autoresearch_mcp.server.summary import LAST_EXPERIMENTS, MAX_LAST
 from autoresearch_mcp.server.turn import PROFILES, REPLIES, render_turn
 
 
@@ -66,11 +67,12 @@ def register(mcp: MCPServer, research: Research) -> None:
     @mcp.resource(Uri.TURN, name="run-turn", mime_type="text/plain")
     @_not_found
     def turn_resource(
-        run_id: str, profile: str = "", reply: str = "", shown: str = "", skip: str = ""
+        run_id: str, profile: str = "", reply: str = "", shown: str = "", skip: str = "", last: str = ""
     ) -> str:
         """What a model reads before its next step: the summary, the code in focus (code tasks) and the
         request (server/turn.py). `profile`: neutral (facts, the default) or small; `reply`: tool, json
-        or text; `shown`, `skip`: comma-separated function names held already, and set aside."""
+        or text; `shown`, `skip`: comma-separated function names held already, and set aside; `last`:
+        how many recent experiments the summary lists (3 unless given: a batch's every result)."""
         words = profile or "neutral"
         if words not in PROFILES:
             raise ResearchError(f"profile is one of {', '.join(PROFILES)}, not {profile!r}")
@@ -78,7 +80,10 @@ def register(mcp: MCPServer, research: Research) -> None:
         if protocol not in REPLIES:
             raise ResearchError(f"reply is one of {', '.join(REPLIES)}, not {reply!r}")
         held, aside = (frozenset(n for n in names.split(",") if n) for names in (shown, skip))
-        return render_turn(research, run_id, words, protocol, held, aside)  # type: ignore[arg-type]
+        if last and not last.isdigit():
+            raise ResearchError(f"last is a number of experiments from 1 to {MAX_LAST}, not {last!r}")
+        listed = int(last) if last else LAST_EXPERIMENTS
+        return render_turn(research, run_id, words, protocol, held, aside, listed)  # type: ignore[arg-type]
 
     @mcp.resource(Uri.HISTORY, name="run-history", mime_type="application/json")
     @_not_found

@@ -18,7 +18,7 @@ from autoresearch_mcp.sandbox.resources import sweep_stale_sandboxes
 from autoresearch_mcp.server.experiments import ExperimentService, params_error
 from autoresearch_mcp.server.store import RunRef
 from autoresearch_mcp.server.suggest import SUGGESTERS, optimiser_available, refuse_unless_params_work
-from autoresearch_mcp.server.summary import Words, render_summary
+from autoresearch_mcp.server.summary import LAST_EXPERIMENTS, MAX_LAST, Words, render_summary
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.text import check_text, scrub_paths
 
@@ -196,10 +196,13 @@ class RunService:
             )
         return running[0]
 
-    def get_run_summary(self, run: RunRef, words: Words = "neutral") -> str:
-        """The run's summary, in neutral words, or a small model's (summary.py)."""
+    def get_run_summary(self, run: RunRef, words: Words = "neutral", last: int = LAST_EXPERIMENTS) -> str:
+        """The run's summary, in neutral words, or a small model's (summary.py), listing the `last`
+        experiments."""
         record = self.store.run(run)
-        return render_summary(self.store, record, self.tasks.of_run(record), words)
+        if not 1 <= last <= MAX_LAST:
+            raise ResearchError(f"last is a number of experiments from 1 to {MAX_LAST}, not {last}")
+        return render_summary(self.store, record, self.tasks.of_run(record), words, last)
 
     def add_note(self, run: RunRef, text: str, kind: NoteKind = "strategy") -> Note:
         record = self.store.run(run)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from autoresearch_mcp.contract.arguments import SUMMARY_LAST, SUMMARY_MAX_LAST
 from autoresearch_mcp.contract.errors import error_headline
 from autoresearch_mcp.contract.models import Experiment, Run
 from autoresearch_mcp.contract.tools import ToolName
@@ -23,7 +24,7 @@ from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.tasks.intervals import best_suffix
 from autoresearch_mcp.server.tasks.speed import NOT_SHOWN, SHOWN_FIRST, VERDICT_METRICS
 
-LAST_EXPERIMENTS = 3
+LAST_EXPERIMENTS, MAX_LAST = SUMMARY_LAST, SUMMARY_MAX_LAST
 LAST_NOTES = 2
 WORST_SHOWN = 2  # the earlier run's failed approaches a started-from run shows
 NOTE_CHARS = 300
@@ -180,10 +181,13 @@ def version_name(files: list[str], version: int) -> str:
     return f"{files[0] if files else 'train.py'} v{version}"
 
 
-def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral") -> str:
+def render_summary(
+    store: Store, run: Run, task: Task, words: Words = "neutral", last: int = LAST_EXPERIMENTS
+) -> str:
     """Params tasks: the best configuration in full (names once), then recent experiments as what
     differs from it, so a caller can send only its changes (run_experiment with base="best"). A
-    finished run says how it ended, and asks for nothing."""
+    finished run says how it ended, and asks for nothing. `last`: how many recent experiments are
+    listed (a batch's every result, where several ended since the last turn)."""
     goal = "higher" if task.direction == "max" else "lower"
     target = f", target {'>=' if task.direction == 'max' else '<='}{run.target:g}" if run.target else ""
     # Params work: what differs between experiments is their params. Code work's params, if any, stay
@@ -200,7 +204,7 @@ def render_summary(store: Store, run: Run, task: Task, words: Words = "neutral")
     best = store.best_experiment(run.id, run.direction)
     files = task.editable()
     current = store.artifacts.latest_version(run.id)
-    recent, _ = store.experiments(run.id, last=LAST_EXPERIMENTS)
+    recent, _ = store.experiments(run.id, last=last)
     # Only the versions this summary names: reading every version (each a whole train.py) grew with
     # the run on a code task.
     versions = store.artifacts.descriptions(run.id, {current, *(exp.artifact_version for exp in recent)})

@@ -43,7 +43,7 @@ from autoresearch_mcp.contract.functions import MODULE, Function, all_functions,
 from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.summary import Words
+from autoresearch_mcp.server.summary import LAST_EXPERIMENTS, Words
 
 Reply = Literal["tool", "json", "text"]
 PROFILES: tuple[Words, ...] = ("neutral", "small")
@@ -170,11 +170,13 @@ def render_turn(
     reply: Reply = "tool",
     shown: Collection[str] = (),
     skip: Collection[str] = (),
+    last: int = LAST_EXPERIMENTS,
 ) -> str:
-    """The run's turn in `profile`'s words, ending with the request for `reply`."""
+    """The run's turn in `profile`'s words, ending with the request for `reply`; its summary lists the
+    `last` experiments."""
     record = research.store.run(run_id)
     task = research.tasks.of_run(record)
-    summary = research.runs.get_run_summary(record.id, profile)
+    summary = research.runs.get_run_summary(record.id, profile, last)
     if record.status != "running":
         return summary  # a finished run: how it ended, and nothing asked
     code = None

@@ -33,6 +33,8 @@ R = TypeVar("R", bound=BaseModel)
 # get_experiment_history without `last` answers one page of HISTORY_PAGE, with next_offset; `last`
 # takes at most HISTORY_MAX.
 HISTORY_PAGE = 100
+# A summary lists the last SUMMARY_LAST experiments, or up to SUMMARY_MAX_LAST where asked (a batch's).
+SUMMARY_LAST, SUMMARY_MAX_LAST = 3, 16
 HISTORY_MAX = 1000
 MAX_BUDGET = 10_000
 MAX_SEED = 2**31 - 1

@@ -55,7 +55,7 @@ class Uri(StrEnum):
     # code task, and the request. `profile`: neutral (facts, the default) or small (the bundled agent's
     # words for a small model); `reply`: the reply protocol the request asks for (tool, json, text);
     # `shown`, `skip`: functions the reader already holds as they are now, and ones it set aside.
-    TURN = "autoresearch://runs/{run_id}/turn{?profile,reply,shown,skip}"
+    TURN = "autoresearch://runs/{run_id}/turn{?profile,reply,shown,skip,last}"
     HISTORY = "autoresearch://runs/{run_id}/history"
     TRAIN_PY = "autoresearch://runs/{run_id}/train.py"
     VERSION = "autoresearch://runs/{run_id}/versions/{version}"

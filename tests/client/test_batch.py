@@ -18,6 +18,12 @@ from conftest import run_args, toy_openai_args
 from fakes import FakeOpenAIServer, chat_completion
 
 
+def listed(turn: str) -> list[str]:
+    """The experiments a turn's summary lists, by number (its "Last" rows)."""
+    rows = turn.split("\nLast", 1)[1].splitlines()[1:]
+    return [row.split()[0] for row in rows[: next(i for i, r in enumerate(rows) if not r.startswith("#"))]]
+
+
 def test_a_batch_reply_is_a_json_list_or_several_objects_and_k_1_changes_no_word():
     assert parse_proposals('[{"x": 1}, {"params": {"y": 2}}]') == [{"x": 1}, {"y": 2}]
     assert parse_proposals('First {"x": 1}\nthen {"x": 2}') == [{"x": 1}, {"x": 2}]
@@ -42,9 +48,11 @@ async def test_a_batch_of_4_on_2_workers_records_4_experiments_per_model_call(
     assert [r["batch"] for r in records] == [{"offered": 4, "proposed": 4}] * 2
     assert [r["iteration"] for r in records] == [2, 6]
     assert len(json.loads(records[0]["response"]["text"])) == 4
-    # The next turn shows every result of the batch, item by item.
+    # The next turn's summary lists every result of the batch (not only its last 3), once: no item
+    # line repeats a result, the best or the budget the summary gives.
     told = records[1]["request"]["messages"][-1]["text"]
-    assert all(f"item {i}: #{i + 1} ok" in told for i in range(1, 5))
+    assert listed(told) == ["#2", "#3", "#4", "#5"]
+    assert "item " not in told and "budget left" not in told
     conn = sqlite3.connect(tmp_path / "runs.db")
     try:
         jobs = conn.execute("SELECT status FROM jobs").fetchall()
@@ -68,8 +76,9 @@ async def test_a_refused_item_of_a_batch_says_which_and_why_and_costs_no_budget(
     assert result.stop_reason == "budget" and result.experiments == 3
     assert result.refusals == {"exact_repeat": 1}
     told = bodies[1]["messages"][-1]["content"]
+    # The refused item is named with its reason; the two that ran are the summary's rows.
     assert "item 2 refused:" in told and "exact repeat of experiment #1" in told
-    assert "item 1: #1 ok" in told and "item 3: #2 ok" in told
+    assert "item 1" not in told and "item 3" not in told and listed(told) == ["#1", "#2"]
     records = load_transcript(result.transcript)
     assert [r["batch"]["proposed"] for r in records] == [3, 1]
 

@@ -54,3 +54,23 @@ def test_a_turn_uri_carries_only_the_query_values_given():
     assert Uri.TURN.of(run_id="r-1") == "autoresearch://runs/r-1/turn"
     uri = Uri.TURN.of(run_id="r-1", profile="small", reply="text", shown=["b", "a"], skip=frozenset())
     assert uri == "autoresearch://runs/r-1/turn?profile=small&reply=text&shown=a,b"
+
+
+@pytest.mark.asyncio
+async def test_a_turn_lists_the_last_3_experiments_or_as_many_as_asked_up_to_16(tmp_path: Path):
+    with Research(ServerSettings(db_path=tmp_path / "runs.db")) as research:
+        run, _ = research.runs.start_run("toy-quadratic", 6, None, 1, None)
+        for x in (0.1, 0.2, 0.3, 0.4, 0.5):
+            research.experiments.run_experiment(run.id, {"x": x})
+        async with Client(build_server(research)) as client:
+            few = await read(client, Uri.TURN.of(run_id=run.id))
+            batch = await read(client, Uri.TURN.of(run_id=run.id, last=5))
+            for bad in ("0", "17", "four"):
+                with pytest.raises(
+                    MCPError, match=f"last is a number of experiments from 1 to 16, not '?{bad}"
+                ):
+                    await read(client, f"{Uri.TURN.of(run_id=run.id)}?last={bad}")
+    rows = [line.split()[0] for line in few.splitlines() if line.startswith("#")]
+    assert rows == ["#3", "#4", "#5"]
+    rows = [line.split()[0] for line in batch.splitlines() if line.startswith("#")]
+    assert rows == ["#1", "#2", "#3", "#4", "#5"]
