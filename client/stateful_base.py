@@ -43,6 +43,12 @@ def result_text(tool: str, outcome: ToolOutcome) -> str:
     return json.dumps(outcome.data, separators=(",", ":"))[:MAX_RESULT_CHARS]
 
 
+def first_line(refusal: str) -> str:
+    """A batch item's refusal in one line: an invalid item's reason without the list of every param
+    that follows it (the system prompt gives their ranges; a batch may refuse several items)."""
+    return refusal.partition("\n")[0].removesuffix(" Allowed parameters:")
+
+
 class StatefulBase(Agent):
     turns: list[Turn]  # every exchange of this run; the window is chosen from them
     latest_version: int  # text replies: the newest train.py version the model was told of
@@ -92,7 +98,7 @@ class StatefulBase(Agent):
             if not outcome.ok:
                 self.refused(outcome)
                 why = self.refusal_text(ToolName.RUN_EXPERIMENT, outcome, item)
-                said.append((f"item {index} refused: {why}", True))
+                said.append((f"item {index} refused: {first_line(why)}", True))
                 continue
             jobs[index] = outcome.as_model(JobInfo).job.id
             said.append(("", False))

@@ -67,20 +67,24 @@ async def test_a_refused_item_of_a_batch_says_which_and_why_and_costs_no_budget(
 ):
     with FakeOpenAIServer() as fake:
         fake.enqueue(
-            chat_completion('[{"x": 0.5}, {"x": 0.5}, {"x": 0.25}]'),
+            chat_completion('[{"x": 0.5}, {"x": 0.5}, {"x": 0.25}, {"x": 50}]'),
             chat_completion('[{"x": 1.0}]'),
         )
-        args = toy_openai_args(tmp_path, fake.base_url, 3, "--batch", "3")
+        args = toy_openai_args(tmp_path, fake.base_url, 3, "--batch", "4")
         result = await run_session(args, mode="stateful", seed=1)
         bodies = fake.bodies("/chat/completions")
     assert result.stop_reason == "budget" and result.experiments == 3
-    assert result.refusals == {"exact_repeat": 1}
+    assert result.refusals == {"exact_repeat": 1, "invalid_params": 1}
     told = bodies[1]["messages"][-1]["content"]
-    # The refused item is named with its reason; the two that ran are the summary's rows.
+    # Each refused item is named with its reason, in one line: the system prompt has the ranges, so
+    # no list of the params follows an invalid one. The two that ran are the summary's rows.
     assert "item 2 refused:" in told and "exact repeat of experiment #1" in told
+    invalid = next(line for line in told.splitlines() if line.startswith("item 4 refused:"))
+    assert invalid.endswith("Input should be less than or equal to 10 (got 50). Nothing ran, no budget used.")
+    assert "Allowed parameters" not in told and "first coordinate" not in told
     assert "item 1" not in told and "item 3" not in told and listed(told) == ["#1", "#2"]
     records = load_transcript(result.transcript)
-    assert [r["batch"]["proposed"] for r in records] == [3, 1]
+    assert [r["batch"]["proposed"] for r in records] == [4, 1]
 
 
 def test_bad_batch_values_are_refused_in_one_line(
