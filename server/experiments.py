@@ -230,8 +230,25 @@ class ExperimentService:
             return reevaluate(self, trial, measured, seeds, measure or self.measure)
         done = self.record(trial, measured, lambda best: self._verdict(trial, measured.outcome, best))
         result = self.conclude(trial.run, done.experiment, self._profile(trial, measured.outcome))
-        edits = _where_edits_go(result) if trial.task.experiment_tool == ToolName.RUN_BENCHMARK else ""
-        return result.model_copy(update={"message": done.why + edits})
+        return result.model_copy(update={"message": done.why + self._where_edits_go(trial, result)})
+
+    def _where_edits_go(self, trial: Trial, result: ExperimentResult) -> str:
+        """After a code task's version that is not the best's code: the next edit changes it, not the
+        best (an edit built on a rejected version, unknowingly, carries its faults into the next ones)."""
+        exp, best = result.experiment, result.best
+        if trial.task.experiment_tool != ToolName.RUN_BENCHMARK:
+            return ""
+        if result.is_new_best or best is None or exp.artifact_version == best.artifact_version:
+            return ""
+        if result.run_status != "running" or result.budget_left == 0:  # nothing left to build
+            return ""
+        # By content: a revert to the best makes a new version with the best's very code.
+        if self.store.artifacts.get(trial.run.id, best.artifact_version).sha256 == sha256(trial.source):
+            return ""
+        return (
+            f". Your next edit applies to v{exp.artifact_version}; the best is v{best.artifact_version} "
+            "(revert_train_py to build on it)"
+        )
 
     def _verdict(self, trial: Trial, outcome: Outcome, best: Incumbent | None) -> Verdict:
         """The task's rule, except for a timed re-measurement of the best itself (the same params on
@@ -333,20 +350,6 @@ class ExperimentService:
         if status is not None:
             self.events.run_finished(after)
         return experiment_result(after, exp, profile)
-
-
-def _where_edits_go(result: ExperimentResult) -> str:
-    """After a version that is not the best: the next edit changes it, not the best (an edit built on a
-    rejected version, unknowingly, carries its faults into the next ones)."""
-    exp, best = result.experiment, result.best
-    if result.is_new_best or best is None or exp.artifact_version == best.artifact_version:
-        return ""
-    if result.run_status != "running" or result.budget_left == 0:  # nothing left to build
-        return ""
-    return (
-        f". Your next edit applies to v{exp.artifact_version}; the best is v{best.artifact_version} "
-        "(revert_train_py to build on it)"
-    )
 
 
 def experiment_result(run: Run, exp: Experiment, profile: Profile | None = None) -> ExperimentResult:

@@ -62,3 +62,24 @@ async def test_a_version_not_kept_is_told_the_next_edit_changes_it_and_a_late_re
     assert last["message"] == "not kept: loss 6 does not beat the best's 2 (#1)"
     assert not ended.is_error
     assert run["finish_reason"] == "exhausted after experiment #3; finish_run: nothing left to try"
+
+
+async def test_a_version_reverted_to_the_best_is_not_told_to_revert_to_the_best(tmp_path: Path) -> None:
+    folder = tmp_path / "printed"
+    folder.mkdir()
+    (folder / "train.py").write_text('print("loss: 2.0")\n')
+    (folder / "autoresearch.toml").write_text(TOML)
+    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
+    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+        run_id = (await client.call_tool("start_run", {"task": "printed", "budget": 5})).structured_content[
+            "run_id"
+        ]
+        await client.call_tool("run_benchmark", {"run_id": run_id})
+        edit = {"run_id": run_id, "description": "worse", "source": 'print("loss: 5.0")\n'}
+        assert not (await client.call_tool("modify_train_py", edit)).is_error
+        await client.call_tool("run_benchmark", {"run_id": run_id})
+        reverted = await client.call_tool("revert_train_py", {"run_id": run_id, "version": 1})
+        again = (await client.call_tool("run_benchmark", {"run_id": run_id})).structured_content
+    # v3 is v1's code (the best's): an edit to it builds on the best already
+    assert reverted.structured_content["version"] == 3
+    assert again["message"] == "not kept: loss 2 does not beat the best's 2 (#1)"
