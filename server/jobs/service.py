@@ -118,8 +118,8 @@ class JobService:
                 self._fail(job_id, trial, self._reason(exc))
                 return
             measured = Measured(Outcome.model_validate(reply["outcome"]), float(reply["duration_s"]))
-            self.experiments.tell(trial, measured, measure=self._measure_on_executor)
-            self._finish(job_id, "done")
+            told = self.experiments.tell(trial, measured, measure=self._measure_on_executor)
+            self._finish(job_id, "done", message=told.message)
         except Exception as exc:
             log.exception("job %s: recording its end failed", job_id)
             self._fail(job_id, trial, f"recording the result failed: {exc}")
@@ -163,8 +163,10 @@ class JobService:
             self.experiments.record_interrupted(trial, f"job failed: {reason}", duration)
         self._finish(job_id, "failed", reason)
 
-    def _finish(self, job_id: str, status: JobStatus, error: str | None = None) -> None:
-        if self.jobs.finish(job_id, status, error):
+    def _finish(
+        self, job_id: str, status: JobStatus, error: str | None = None, message: str | None = None
+    ) -> None:
+        if self.jobs.finish(job_id, status, error, message):
             self.events.job_changed(self.jobs.get(job_id))
 
     def get_job(self, job_id: str, wait_seconds: float = 0, progress: Progress | None = None) -> JobInfo:
@@ -197,7 +199,7 @@ class JobService:
             return JobInfo(job=job)
         store = self.experiments.store
         result = experiment_result(store.get_run(job.run_id), store.get_experiment(job.experiment_id))
-        return JobInfo(job=job, result=result)
+        return JobInfo(job=job, result=result.model_copy(update={"message": self.jobs.message(job_id)}))
 
     def close(self) -> None:
         """Stop taking jobs; stop the executor (running local jobs fail, with that reason)."""

@@ -1,4 +1,4 @@
-"""The jobs table (migration 002): one row per background experiment, next to the run store."""
+"""The jobs table (migrations 002 and 010): one row per background experiment, next to the run store."""
 
 import os
 import sqlite3
@@ -51,15 +51,23 @@ class JobRecords:
                 )
             return cur.rowcount > 0
 
-    def finish(self, job_id: str, status: JobStatus, error: str | None = None) -> bool:
-        """End a queued or running job; False when it had already ended (nothing changed)."""
+    def finish(
+        self, job_id: str, status: JobStatus, error: str | None = None, message: str | None = None
+    ) -> bool:
+        """End a queued or running job, with `message` saying why its experiment was or was not kept;
+        False when it had already ended (nothing changed)."""
         with self.db.transaction() as conn:
             cur = conn.execute(
-                "UPDATE jobs SET status = ?, error = ?, finished_at = ?,"
+                "UPDATE jobs SET status = ?, error = ?, message = ?, finished_at = ?,"
                 " started_at = COALESCE(started_at, ?) WHERE id = ? AND status IN ('queued', 'running')",
-                (status, error, now(), now(), job_id),
+                (status, error, message, now(), now(), job_id),
             )
             return cur.rowcount > 0
+
+    def message(self, job_id: str) -> str | None:
+        """Why the job's experiment was or was not kept, where the job was told its verdict."""
+        row = self.db.reader().execute("SELECT message FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return None if row is None else row[0]
 
     def fail_orphans(self) -> int:
         """Jobs left queued or running by a server process that no longer exists.

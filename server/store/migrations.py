@@ -328,6 +328,11 @@ migration(
 )
 
 
+# Why a job's experiment was or was not kept, as run_experiment's answer says it: get_job's answer comes
+# after the verdict, whose words exist only when it is made.
+migration("010_job_message", "ALTER TABLE jobs ADD COLUMN message TEXT;")
+
+
 def statements(sql: str) -> list[str]:
     """The statements of a migration script: split at each `;` that ends one (a trigger's body holds
     several), as sqlite3.complete_statement tells."""

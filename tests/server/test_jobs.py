@@ -198,3 +198,19 @@ async def test_the_job_and_sql_tools_are_typed_and_annotated_truly(settings: Ser
     assert set(get_job.input_schema["properties"]) == {"job_id", "wait_seconds"}
     assert query.input_schema["required"] == ["sql"]
     assert "v_experiments" in (query.description or "")
+
+
+async def test_a_finished_job_says_why_its_experiment_was_or_was_not_kept_as_run_experiment_does(
+    settings: ServerSettings,
+):
+    settings = settings.model_copy(update={"workers": 1})
+    async with serving(settings) as client:
+        await call(client, "start_run", {"task": "toy-quadratic", "budget": 5})
+        direct = await call(client, "run_experiment", {"params": {"x": 0.25}})
+        job = (await call(client, "submit_training_job", {"params": {"x": 1.0}}))["job"]
+        await wait_for(client, job["id"], "done")
+        ended = await client.call_tool("get_job", {"job_id": job["id"]})
+    assert direct["message"].startswith("kept: the run's first result")
+    message = ended.structured_content["result"]["message"]
+    assert message.startswith("not kept: ") and "does not beat the best's" in message and "(#1)" in message
+    assert ended.content[0].text.endswith(message[:1].upper() + message[1:] + ".")

@@ -99,7 +99,7 @@ def test_an_existing_database_gets_its_counters_and_indexes_from_the_rows_it_has
         conn.execute(
             "INSERT INTO events (run_id, kind, tool, detail, created_at) VALUES ('r-b', 'refusal', 't', 'd', 'x')"
         )
-        assert migrations.apply(conn) == ["008_flat_reads", "009_profiles"]
+        assert migrations.apply(conn) == [name for name, _ in saved if name >= "008"]
     finally:
         conn.close()
     store = Store(db)
