@@ -10,7 +10,8 @@ import sqlite3
 
 from autoresearch_mcp.server.store.db import Database
 
-FAILED = ("crash", "timeout", "incorrect", "interrupted")
+# Not "interrupted": the worker died (the server was stopped), which is no failure of the proposal.
+FAILED = ("crash", "timeout", "incorrect")
 
 
 def run_counters(conn: sqlite3.Connection, run_id: str) -> dict[str, int]:

@@ -127,6 +127,22 @@ def test_a_run_ended_before_any_result_is_not_told_where_to_start(settings):
         assert "Best: none yet" in ended and "First experiment" not in ended
 
 
+def test_an_interrupted_experiment_is_no_failure_of_the_streak(settings):
+    service = Research(
+        settings.model_copy(update={"db_path": settings.db_path.with_name("streak.db")})
+    ).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=5, target=None, seed=42, name=None)
+    store, task = service.store, service.tasks("hpo-covertype")
+    record(store, run.id, dict(BASE), None)
+    exp = store.reserve_experiment(run.id, dict(BASE, gamma=1.0), 1, None)
+    store.complete_experiment(
+        exp.id, status="interrupted", metrics={}, metric=None, error_tail="the worker died", duration_s=1.0
+    )
+    for words in ("small", "neutral"):
+        text = render_summary(store, store.get_run(run.id), task, words)
+        assert "Counts: crash 1, interrupted 1, 1 failures in a row" in text
+
+
 def test_a_speed_result_shows_its_times_in_pairs_and_not_what_its_status_says():
     metrics = {"baseline_cpu_ms": 70.5, "baseline_ms": 158.7, "correct": 1.0, "cpu_ms": 15.5, "time_ms": 30.3}
     assert (
