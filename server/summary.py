@@ -209,10 +209,12 @@ def render_summary(
     # the run on a code task.
     versions = store.artifacts.descriptions(run.id, {current, *(exp.artifact_version for exp in recent)})
     digits = _digits(store, run) if words == "neutral" else None
+    counts = store.counts.statuses(run.id)
     if best is None or best.metric is None:
         # Left out, params take the defaults (the task's params schema lists them): params {} is a
-        # sound first experiment. Code work's first is the script as it is, whatever params it has.
-        first = has_params and run.status == "running"  # an ended run is asked for nothing
+        # sound first experiment, an order only the small profile's words give, and only before any
+        # experiment. Code work's first is the script as it is, whatever params it has.
+        first = words == "small" and has_params and run.status == "running" and not counts
         lines.append("Best: none yet" + (". First experiment: params {} (the defaults)." if first else ""))
     else:
         where = f"#{best.iteration}" + (
@@ -231,7 +233,6 @@ def render_summary(
         lines.append(f"Best {task.metric}={value}{best_suffix(best.metrics, task.metric)} ({where}){params}")
     if current > 1:
         lines.append(f"{version_name(files, current)} now: {_clip(versions[current], 60)}")
-    counts = store.counts.statuses(run.id)
     running = counts.get("running", 0)
     if running:  # measured at once (jobs): listed once, on their own line, so no proposal repeats one
         recent = [exp for exp in recent if exp.status != "running"]

@@ -112,6 +112,10 @@ def test_before_any_result_it_says_to_start_from_the_defaults_and_a_best_at_them
     task = service.tasks("hpo-covertype")
     first = render_summary(service.store, service.store.get_run(run.id), task, "small")
     assert first.splitlines()[1] == "Best: none yet. First experiment: params {} (the defaults)."
+    # the neutral words state facts and give no order
+    assert render_summary(service.store, service.store.get_run(run.id), task).splitlines()[1] == (
+        "Best: none yet"
+    )
     record(service.store, run.id, task.params_model().model_dump(), 0.7)
     text = render_summary(service.store, service.store.get_run(run.id), task, "small")
     assert "\nBest macro_f1=0.7000 (#1): defaults\nLast (vs best):\n#1 (best)\n" in text
@@ -125,6 +129,16 @@ def test_a_run_ended_before_any_result_is_not_told_where_to_start(settings):
     for words in ("small", "neutral"):
         ended = render_summary(service.store, service.store.get_run(run.id), task, words)
         assert "Best: none yet" in ended and "First experiment" not in ended
+
+
+def test_once_an_experiment_runs_neither_profile_says_what_the_first_should_be(settings):
+    service = Research(settings.model_copy(update={"db_path": settings.db_path.with_name("begun.db")})).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=5, target=None, seed=42, name=None)
+    task = service.tasks("hpo-covertype")
+    service.store.reserve_experiment(run.id, task.params_model().model_dump(), 1, None)
+    for words in ("small", "neutral"):
+        text = render_summary(service.store, service.store.get_run(run.id), task, words)
+        assert "Best: none yet" in text and "First experiment" not in text
 
 
 def test_an_interrupted_experiment_is_no_failure_of_the_streak(settings):
