@@ -115,9 +115,11 @@ def experiment_line(
     best: Experiment | None,
     descriptions: dict[int, str],
     digits: int | None = None,
+    words: Words = "neutral",
 ) -> str:
     """`#7 0.7601 max_depth=10`: iteration, metric (or status), and the params that differ from the
-    best (a params task), or the train.py version it ran (a code task); the best's own row `#5 (best)`."""
+    best (from the defaults while there is none) on a params task, or the train.py version it ran (a
+    code task); the best's own row `#5 (best)`."""
     parts = [f"#{exp.iteration}"]
     is_best = best is not None and exp.id == best.id
     if not (is_best and exp.params):  # a params task's best row: its metric is on the Best line
@@ -130,11 +132,7 @@ def experiment_line(
         if _looks_better(exp, best, task):  # a better figure than the best's, within its noise
             parts.append("(not kept)")
         if exp.params:
-            reference = best.params if best is not None else _defaults(task)
-            changed = _changed(exp.params, reference)
-            parts.append(
-                task.format_params(_in_schema_order(changed, task)) if changed else "same params as best"
-            )
+            parts.append(_params_vs(exp, best, task, words))
     if not exp.params or (best is not None and exp.artifact_version != best.artifact_version):
         description = descriptions.get(exp.artifact_version, "")
         parts.append(
@@ -151,6 +149,15 @@ def _looks_better(exp: Experiment, best: Experiment | None, task: Task) -> bool:
     if exp.kept or exp.status != "ok" or exp.metric is None or best is None or best.metric is None:
         return False
     return better(exp.metric, best.metric, task.direction)
+
+
+def _params_vs(exp: Experiment, best: Experiment | None, task: Task, words: Words) -> str:
+    """An experiment's params as what differs from the best's, or from the defaults while there is no
+    best (the small profile's words call those the best's too, as its prompts were tuned on)."""
+    changed = _changed(exp.params, best.params if best is not None else _defaults(task))
+    if changed:
+        return task.format_params(_in_schema_order(changed, task))
+    return "defaults" if best is None and words == "neutral" else "same params as best"
 
 
 def _defaults(task: Task) -> dict[str, Any]:
@@ -238,15 +245,15 @@ def render_summary(
         recent = [exp for exp in recent if exp.status != "running"]
     if recent:
         lines.append("Last (vs best):" if has_params and best is not None else "Last:")
-        lines.extend(experiment_line(exp, task, best, versions, digits) for exp in recent)
+        lines.extend(experiment_line(exp, task, best, versions, digits, words) for exp in recent)
     if running:
-        lines.append(running_line(store, run, task, best, running))
+        lines.append(running_line(store, run, task, best, running, words))
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
         notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
     earlier = store.get_run(run.from_run) if run.from_run else None  # read once, for both lines
-    lines.extend(earlier_run_lines(store, run, earlier, task))
+    lines.extend(earlier_run_lines(store, run, earlier, task, words))
     refused = store.counts.events(run.id).get("refusal", 0)
     tally = [f"{status} {counts[status]}" for status in STATUS_ORDER if counts.get(status)]
     if tally == [f"ok {run.used}"] and not refused:
@@ -274,17 +281,18 @@ RUNNING_SHOWN = 8
 RUNNING_LINE_CHARS = 400
 
 
-def running_line(store: Store, run: Run, task: Task, best: Experiment | None, count: int) -> str:
+def running_line(
+    store: Store, run: Run, task: Task, best: Experiment | None, count: int, words: Words = "neutral"
+) -> str:
     """`Running: #16 lr=0.1, #17 max_depth=9`: the experiments not finished yet (queued or running), each
-    as what differs from the best; the latest RUNNING_SHOWN, and how many more."""
+    as what differs from the best (the defaults while there is none); the latest RUNNING_SHOWN, and how
+    many more."""
     pending, _ = store.experiments(run.id, status="running", last=RUNNING_SHOWN)
     pending.sort(key=lambda exp: exp.iteration)
     shown = []
     for exp in pending:
         if exp.params:
-            reference = best.params if best is not None else _defaults(task)
-            changed = _changed(exp.params, reference)
-            what = task.format_params(_in_schema_order(changed, task)) if changed else "same params as best"
+            what = _params_vs(exp, best, task, words)
         else:
             what = version_name(task.editable(), exp.artifact_version)
         shown.append(f"#{exp.iteration} {what}")
@@ -295,7 +303,9 @@ def running_line(store: Store, run: Run, task: Task, best: Experiment | None, co
 EARLIER_LINE_CHARS = 300
 
 
-def earlier_run_lines(store: Store, run: Run, earlier: Run | None, task: Task) -> list[str]:
+def earlier_run_lines(
+    store: Store, run: Run, earlier: Run | None, task: Task, words: Words = "neutral"
+) -> list[str]:
     """A run started from an earlier one (start_run's from_run): that run's best (metric, where, its
     params), what it measured here as #1, and its latest notes; at most three lines of capped length,
     whatever the length of either run."""
@@ -327,13 +337,15 @@ def earlier_run_lines(store: Store, run: Run, earlier: Run | None, task: Task) -
         notes = store.notes.list(earlier.id, kind, last=LAST_NOTES)
         if notes:
             lines.append(f"{label}: " + " | ".join(_clip(note.text, NOTE_CHARS) for note in notes))
-    worst = earlier_worst(store, earlier, task, best)
+    worst = earlier_worst(store, earlier, task, best, words)
     if worst:
         lines.append("Earlier worst (what differed from its best): " + " | ".join(worst))
     return [_clip(line, EARLIER_LINE_CHARS) for line in lines]
 
 
-def earlier_worst(store: Store, earlier: Run, task: Task, best: Experiment | None) -> list[str]:
+def earlier_worst(
+    store: Store, earlier: Run, task: Task, best: Experiment | None, words: Words = "neutral"
+) -> list[str]:
     """The earlier run's failed approaches as its experiments show them, for models that write no
     notes (a forced tool call leaves no room for one, and an approach whose row has left the summary
     is tried again): its latest failures, then (params tasks) its worst results."""
@@ -351,4 +363,4 @@ def earlier_worst(store: Store, earlier: Run, task: Task, best: Experiment | Non
         )
         shown += [exp for exp in low if exp.id != best.id]
     versions = store.artifacts.descriptions(earlier.id, {exp.artifact_version for exp in shown})
-    return [experiment_line(exp, task, best, versions) for exp in shown]
+    return [experiment_line(exp, task, best, versions, words=words) for exp in shown]

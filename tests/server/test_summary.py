@@ -141,6 +141,25 @@ def test_once_an_experiment_runs_neither_profile_says_what_the_first_should_be(s
         assert "Best: none yet" in text and "First experiment" not in text
 
 
+def test_before_any_best_rows_and_the_running_line_say_how_they_differ_from_the_defaults(settings):
+    service = Research(
+        settings.model_copy(update={"db_path": settings.db_path.with_name("nobest.db")})
+    ).open()
+    run, _ = service.runs.start_run("hpo-covertype", budget=5, target=None, seed=42, name=None)
+    store, task = service.store, service.tasks("hpo-covertype")
+    defaults = task.params_model().model_dump()
+    exp = store.reserve_experiment(run.id, defaults, 1, None)
+    store.complete_experiment(
+        exp.id, status="interrupted", metrics={}, metric=None, error_tail="the worker died", duration_s=1.0
+    )
+    store.reserve_experiment(run.id, defaults, 1, None)  # an interrupted one may run again
+    store.reserve_experiment(run.id, dict(defaults, max_depth=4), 1, None)
+    text = render_summary(store, store.get_run(run.id), task)
+    assert "\n#1 interrupted defaults error: the worker died\n" in text
+    assert "\nRunning: #2 defaults, #3 max_depth=4\n" in text
+    assert "same params as best" not in text
+
+
 def test_an_interrupted_experiment_is_no_failure_of_the_streak(settings):
     service = Research(
         settings.model_copy(update={"db_path": settings.db_path.with_name("streak.db")})
