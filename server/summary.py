@@ -130,7 +130,7 @@ def experiment_line(
         parts.append("(best)")
     else:
         if _looks_better(exp, best, task):  # a better figure than the best's, within its noise
-            parts.append("(not kept)")
+            parts.append(_not_kept(exp, best) if words == "neutral" else "(not kept)")
         if exp.params:
             parts.append(_params_vs(exp, best, task, words))
     if not exp.params or (best is not None and exp.artifact_version != best.artifact_version):
@@ -149,6 +149,18 @@ def _looks_better(exp: Experiment, best: Experiment | None, task: Task) -> bool:
     if exp.kept or exp.status != "ok" or exp.metric is None or best is None or best.metric is None:
         return False
     return better(exp.metric, best.metric, task.direction)
+
+
+def _not_kept(exp: Experiment, best: Experiment) -> str:
+    """Why a better figure was not kept, as the keep rule said it: a speed task compares the candidate
+    with the best of the moment timed beside it (vs_best), not the figures the summary shows."""
+    if exp.params == best.params and exp.artifact_version == best.artifact_version:
+        return "(not kept: a re-measurement of the best)"
+    low, high, against = (exp.metrics.get(f"vs_best{end}") for end in ("_low", "_high", "_iteration"))
+    if low is None or high is None or against is None:
+        return "(not kept)"
+    than = "the original" if against == 0 else f"#{int(against)}"
+    return f"(not kept: {'surely slower' if high < 1.0 else 'not surely faster'} than {than})"
 
 
 def _params_vs(exp: Experiment, best: Experiment | None, task: Task, words: Words) -> str:
@@ -237,7 +249,9 @@ def render_summary(
         others = secondary_metrics(best.metrics, task.metric) if words == "neutral" else ""
         where += f"; {others}" if others else ""
         value = _value(best.metric, digits)
-        lines.append(f"Best {task.metric}={value}{best_suffix(best.metrics, task.metric)} ({where}){params}")
+        # the neutral words name the interval's level, as the answers do
+        suffix = best_suffix(best.metrics, task.metric, level=words == "neutral")
+        lines.append(f"Best {task.metric}={value}{suffix} ({where}){params}")
     if current > 1:
         lines.append(f"{version_name(files, current)} now: {_clip(versions[current], 60)}")
     running = counts.get("running", 0)

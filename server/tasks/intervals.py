@@ -107,7 +107,7 @@ def best_suffix(metrics: dict[str, float], metric: str, level: bool = False) -> 
     low, high = metrics.get(f"{metric}_low"), metrics.get(f"{metric}_high")
     if low is not None and high is not None:
         # The speedup's is the speed harness's own, at SPEEDUP_LEVEL; a script's printed bounds say none.
-        # An answer names the level beside its verdict's (the summary, re-sent each turn, does not).
+        # An answer and the neutral summary name the level (an answer's beside its verdict's).
         text += f" {interval_words(low, high)}" + (
             f" at {SPEEDUP_LEVEL:.0%}" if level and metric == "speedup" else ""
         )

@@ -183,10 +183,31 @@ def test_the_best_is_the_latest_kept_experiment_even_when_an_earlier_one_measure
     best = store.incumbent(run_id)
     assert best is not None and best.experiment.iteration == 2 and best.samples == [1.0, 2.0, 1.0, 2.0]
     summary = render_summary(store, run, make_task("codeopt-records", {}))
-    assert "Best speedup=4.9 [4.7, 5.1] (#2, train.py v1)" in summary
-    # a higher figure than the best's says it was not kept; a former best's does not
+    assert "Best speedup=4.9 [4.7, 5.1] at 99% (#2, train.py v1)" in summary
+    # a higher figure than the best's says why it was not kept; a former best's does not
     rows = {line.split()[0]: line for line in summary.splitlines() if line.startswith("#")}
-    assert "(not kept)" in rows["#3"] and "(not kept)" not in rows["#1"]
+    assert "(not kept: a re-measurement of the best)" in rows["#3"] and "not kept" not in rows["#1"]
+
+
+def test_a_higher_speedup_not_kept_says_it_was_not_surely_faster_and_the_best_its_level(tmp_path) -> None:
+    store = Store(tmp_path / "runs.db")
+    run_id = codeopt_run(store)
+    finish(store, run_id, 4.6, speedup_low=3.6, speedup_high=8.8)
+    store.artifacts.add(run_id, "y", "a rewrite")
+    side_by_side = {"vs_best": 1.2, "vs_best_low": 0.9, "vs_best_high": 1.6, "vs_best_iteration": 1.0}
+    finish(store, run_id, 6.5, kept=False, **side_by_side)
+    store.artifacts.add(run_id, "z", "a slower rewrite")
+    finish(
+        store, run_id, 6.1, kept=False, vs_best=0.8, vs_best_low=0.7, vs_best_high=0.9, vs_best_iteration=1.0
+    )
+    run, task = store.get_run(run_id), make_task("codeopt-records", {})
+    neutral, small = render_summary(store, run, task), render_summary(store, run, task, "small")
+    assert "Best speedup=4.6 [3.6, 8.8] at 99% (#1, train.py v1)" in neutral
+    assert "\n#2 6.5 (not kept: not surely faster than #1) v2 a rewrite\n" in neutral
+    assert "\n#3 6.1 (not kept: surely slower than #1) v3 a slower rewrite" in neutral
+    # the small profile's words as they were
+    assert "Best speedup=4.6000 [3.6, 8.8] (#1, train.py v1)" in small
+    assert "\n#2 6.5000 (not kept) v2 a rewrite\n#3 6.1000 (not kept) v3 a slower rewrite" in small
 
 
 def test_a_keep_decided_against_a_best_that_has_changed_since_is_refused_to_be_decided_again(
