@@ -79,6 +79,12 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _closed(text: str) -> str:
+    """A cut text with the parentheses it opened closed: an error cut inside `(pid 12)` ran on into the
+    rest of the answer."""
+    return text + ")" * max(text.count("(") - text.count(")"), 0)
+
+
 def _secondary(exp: Experiment, metric: str) -> str:
     return ", ".join(f"{k} {number(v)}" for k, v in secondary(exp.metrics, metric, METRICS_SHOWN))
 
@@ -92,7 +98,7 @@ def experiment_text(result: ExperimentResult, reading: Reading) -> str:
         head += f": {metric} {number(exp.metric)}{best_suffix(exp.metrics, metric, level=True)}"
     secondary = _secondary(exp, metric)
     if exp.status not in ("ok", "running") and exp.error_tail and exp.error_tail.strip():
-        secondary = error_headline(exp.error_tail)[:ERROR_CHARS]
+        secondary = _closed(error_headline(exp.error_tail)[:ERROR_CHARS])
     if secondary:
         head += f" ({secondary})"
     parts = [head]
@@ -159,12 +165,15 @@ def started_text(started: StartedRun, reading: Reading) -> str:
 
 
 def job_text(info: JobInfo, reading: Reading) -> str:
-    job = info.job
+    job, result = info.job, info.result
     line = f"job {job.id}: {job.status} (#{job.iteration})"
     if job.error:
-        line += f": {_clip(job.error, ERROR_CHARS)}"
-    if info.result is not None:
-        line += "\n" + experiment_text(info.result, reading)
+        line += f": {_closed(_clip(job.error, ERROR_CHARS))}"
+    if result is not None:
+        if job.error and result.experiment.status == "interrupted":  # why is the job's error, said above
+            exp = result.experiment.model_copy(update={"error_tail": None})
+            result = result.model_copy(update={"experiment": exp})
+        line += "\n" + experiment_text(result, reading)
     return line
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from autoresearch_mcp.contract.models import Experiment, ExperimentResult
-from autoresearch_mcp.server.answers import Reading, experiment_text
+from autoresearch_mcp.contract.models import Experiment, ExperimentResult, Job, JobInfo
+from autoresearch_mcp.server.answers import Reading, experiment_text, job_text
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
@@ -89,3 +89,41 @@ def test_an_answer_shows_no_keep_rule_bookkeeping_among_its_metrics():
     text = experiment_text(result, Reading(metric="speedup"))
     assert text.startswith("#1 ok: speedup 2 [1.8, 2.2] at 99% (time_ms 5);"), text
     assert "inputs" not in text and "vs_best" not in text
+
+
+def test_a_failed_jobs_answer_says_its_error_once_with_its_parentheses_closed():
+    reason = (
+        "the server shut down before this job finished (the worker process (pid 12231) died: "
+        "killed by signal SIGKILL)"
+    )
+    exp = Experiment(
+        id=1,
+        run_id="r-test",
+        iteration=1,
+        params={},
+        artifact_version=1,
+        status="interrupted",
+        error_tail=f"job failed: {reason}",
+        started_at="2026-01-01T00:00:00+00:00",
+        duration_s=0.73,
+    )
+    job = Job(
+        id="j-1",
+        run_id="r-test",
+        experiment_id=1,
+        iteration=1,
+        status="failed",
+        executor="local",
+        error=reason,
+        submitted_at="2026-01-01T00:00:00+00:00",
+    )
+    result = ExperimentResult(
+        experiment=exp, is_new_best=False, best=None, budget_left=3, run_status="running"
+    )
+    text = job_text(JobInfo(job=job, result=result), Reading())
+    assert text.count("killed by signal SIGKILL") == 1, text
+    assert text.startswith(f"job j-1: failed (#1): {reason}\n#1 interrupted in 0.73s; "), text
+    # an error cut to fit an answer still closes what it opened
+    long = exp.model_copy(update={"error_tail": "job failed: " + reason.replace("the server", "x" * 40)})
+    cut = experiment_text(result.model_copy(update={"experiment": long}), Reading())
+    assert cut.count("(") == cut.count(")"), cut
