@@ -26,7 +26,8 @@ from autoresearch_mcp.contract.models import (
     SummaryText,
 )
 from autoresearch_mcp.contract.profile import ProfileResult
-from autoresearch_mcp.server.summary import secondary, version_name
+from autoresearch_mcp.server.store.artifacts import version_name
+from autoresearch_mcp.server.summary import secondary
 from autoresearch_mcp.server.tasks.intervals import best_suffix
 
 EXPERIMENT_CHARS = 400

@@ -178,7 +178,13 @@ class ExperimentService:
         artifact = self.store.artifacts.get(record.id)
         try:
             exp = self.store.reserve_experiment(
-                record.id, validated.model_dump(), artifact.version, note, repeat_ok=remeasure
+                record.id,
+                validated.model_dump(),
+                artifact.version,
+                note,
+                repeat_ok=remeasure,
+                # a script that prints its own metric is never edited (train_py.py): only params change
+                files=[] if task.judged_by == "script" else task.editable(),
             )
         except ResearchError as exc:  # a repeat (logged as a refusal), a finished run, no budget left
             if isinstance(exc, RefusedError):

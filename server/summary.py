@@ -18,6 +18,7 @@ from autoresearch_mcp.contract.models import Experiment, Run
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
 from autoresearch_mcp.server.store import Store
+from autoresearch_mcp.server.store.artifacts import version_name
 from autoresearch_mcp.server.store.experiments import better
 from autoresearch_mcp.server.suggest import suggestion_line
 from autoresearch_mcp.server.tasks.base import Task
@@ -190,14 +191,6 @@ def least_varied(store: Store, run: Run, earlier: Run | None, task: Task, best: 
     ties = [n for n in ranked if counts[n] == counts[ranked[0]]]
     name = ties[used % len(ties)]
     return change_of(name, bounds_of(_schema(task.params_model), name), best.get(name))
-
-
-def version_name(files: list[str], version: int) -> str:
-    """`slow.py v3`: a version named by the file it is, where there is one (a folder's script need not be
-    train.py); `code v3` where a version is several files."""
-    if len(files) > 1:
-        return f"code v{version}"
-    return f"{files[0] if files else 'train.py'} v{version}"
 
 
 def render_summary(

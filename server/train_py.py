@@ -16,7 +16,7 @@ from autoresearch_mcp.contract.profile import Profile
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.server.experiments import ExperimentService
 from autoresearch_mcp.server.store import RunRef
-from autoresearch_mcp.server.summary import version_name
+from autoresearch_mcp.server.store.artifacts import version_name
 from autoresearch_mcp.server.tasks.base import ExecContext, Task
 from autoresearch_mcp.server.text import check_text
 

@@ -1,10 +1,19 @@
 """train.py versions of a run: append-only, each with its parent and a description."""
 
 import sqlite3
+from collections.abc import Sequence
 
 from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import ArtifactVersion
 from autoresearch_mcp.server.store.db import Database, now, sha256
+
+
+def version_name(files: Sequence[str], version: int) -> str:
+    """`slow.py v3`: a version named by the file it is, where there is one (a folder's script need not be
+    train.py); `code v3` where a version is several files."""
+    if len(files) > 1:
+        return f"code v{version}"
+    return f"{files[0] if files else 'train.py'} v{version}"
 
 
 class ArtifactRecords:

@@ -8,11 +8,13 @@ grows with the run; tests/server/test_query_plans.py holds them to it with EXPLA
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from autoresearch_mcp.contract.errors import RepeatError, ResearchError
 from autoresearch_mcp.contract.models import Experiment, ExperimentStatus
+from autoresearch_mcp.server.store.artifacts import version_name
 from autoresearch_mcp.server.store.counts import RunCounts
 from autoresearch_mcp.server.store.db import (
     Database,
@@ -87,9 +89,11 @@ class ExperimentStore(ExperimentReads):
         artifact_version: int,
         note: str | None,
         repeat_ok: bool = False,
+        files: Sequence[str] = ("train.py",),
     ) -> Experiment:
         """Record an experiment as running before it runs. Checks status and budget atomically; an exact
-        repeat is refused unless `repeat_ok` (a re-evaluation on another seed)."""
+        repeat is refused unless `repeat_ok` (a re-evaluation on another seed), in words naming the
+        task's editable `files` (none: only its params may change)."""
         with self.db.transaction() as conn:
             run = conn.execute("SELECT status, budget FROM runs WHERE id = ?", (run_id,)).fetchone()
             if run is None:
@@ -118,14 +122,17 @@ class ExperimentStore(ExperimentReads):
                     else f"which ended {exp.status}"
                     + (f" with {exp.metric:.4f}" if exp.metric is not None else "")
                 )
+                on = f" on {version_name(files, artifact_version)}" if files else ""
+                change = " or ".join(files)
+                if not params:
+                    instead = f"change {change}, or pass remeasure=true for another sample."
+                else:
+                    instead = (
+                        f"try different params or change {change}." if files else "try different params."
+                    )
                 raise RepeatError(
-                    f"exact repeat of experiment #{exp.iteration} (same params on train.py v{artifact_version}),"
-                    f" {ended}. Not run again; "
-                    + (
-                        "try different params or change train.py."
-                        if params
-                        else "change train.py, or pass remeasure=true for another sample."
-                    ),
+                    f"exact repeat of experiment #{exp.iteration} (same params{on}), {ended}. Not run again; "
+                    + instead,
                     exp,
                     distinct=self.counts.distinct_values(run_id, list(exp.params), conn=conn),
                 )

@@ -10,6 +10,7 @@ from mcp import Client
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from folder_fixture import make_folder
 
 pytestmark = pytest.mark.anyio
 TOML = textwrap.dedent(
@@ -83,3 +84,45 @@ async def test_a_version_reverted_to_the_best_is_not_told_to_revert_to_the_best(
     # v3 is v1's code (the best's): an edit to it builds on the best already
     assert reverted.structured_content["version"] == 3
     assert again["message"] == "not kept: loss 2 does not beat the best's 2 (#1)"
+
+
+async def test_an_exact_repeat_names_the_tasks_own_file_and_no_edit_where_none_is_allowed(
+    tmp_path: Path,
+) -> None:
+    tuned = make_folder(tmp_path)  # a params folder with no `edit`: nothing may be changed but params
+    code = tmp_path / "slow"
+    code.mkdir()
+    (code / "slow.py").write_text('print("loss: 2.0")\n')
+    toml = TOML.replace('name = "printed"', 'name = "slow"').replace('"train.py"', '"slow.py"')
+    (code / "autoresearch.toml").write_text(toml + 'edit = ["slow.py"]\n')
+    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(tuned), str(code)])
+    research = Research(settings)
+    async with Client(build_server(research), raise_exceptions=True) as client:
+        # hpo-covertype's file is train.py: its words stay as the small profile's prompts were tuned on
+        started = await client.call_tool("start_run", {"task": "hpo-covertype", "budget": 3})
+        run_id = started.structured_content["run_id"]
+        research.store.reserve_experiment(
+            run_id, research.tasks("hpo-covertype").params_model().model_dump(), 1, None
+        )
+        hpo = await client.call_tool("run_experiment", {"run_id": run_id, "params": {}})
+        refusals = []
+        for task, tool, args in (("bowl", "run_experiment", {"params": {}}), ("slow", "run_benchmark", {})):
+            run_id = (await client.call_tool("start_run", {"task": task, "budget": 3})).structured_content[
+                "run_id"
+            ]
+            assert not (await client.call_tool(tool, {"run_id": run_id, **args})).is_error
+            again = await client.call_tool(tool, {"run_id": run_id, **args})
+            assert again.is_error
+            refusals.append(again.content[0].text)
+    tuned_refusal, code_refusal = refusals
+    assert hpo.is_error and hpo.content[0].text == (
+        "exact repeat of experiment #1 (same params on train.py v1), which has not finished yet (queued or "
+        "running): its result comes with a later summary. Not run again; try different params or change "
+        "train.py."
+    )
+    assert tuned_refusal.startswith("exact repeat of experiment #1 (same params), which ended ok with ")
+    assert tuned_refusal.endswith(". Not run again; try different params.")
+    assert code_refusal == (
+        "exact repeat of experiment #1 (same params on slow.py v1), which ended ok with 2.0000. Not run "
+        "again; change slow.py, or pass remeasure=true for another sample."
+    )
