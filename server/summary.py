@@ -133,7 +133,7 @@ def experiment_line(
         if _looks_better(exp, best, task):  # a better figure than the best's, within its noise
             parts.append(_not_kept(exp, best) if words == "neutral" else "(not kept)")
         if exp.params:
-            parts.append(_params_vs(exp, best, task, words))
+            parts.append(_params_vs(exp, best, task))
     if not exp.params or (best is not None and exp.artifact_version != best.artifact_version):
         description = descriptions.get(exp.artifact_version, "")
         parts.append(
@@ -164,13 +164,13 @@ def _not_kept(exp: Experiment, best: Experiment) -> str:
     return f"(not kept: {'surely slower' if high < 1.0 else 'not surely faster'} than {than})"
 
 
-def _params_vs(exp: Experiment, best: Experiment | None, task: Task, words: Words) -> str:
+def _params_vs(exp: Experiment, best: Experiment | None, task: Task) -> str:
     """An experiment's params as what differs from the best's, or from the defaults while there is no
-    best (the small profile's words call those the best's too, as its prompts were tuned on)."""
+    best."""
     changed = _changed(exp.params, best.params if best is not None else _defaults(task))
     if changed:
         return task.format_params(_in_schema_order(changed, task))
-    return "defaults" if best is None and words == "neutral" else "same params as best"
+    return "defaults" if best is None else "same params as best"
 
 
 def _defaults(task: Task) -> dict[str, Any]:
@@ -299,7 +299,7 @@ def running_line(
     shown = []
     for exp in pending:
         if exp.params:
-            what = _params_vs(exp, best, task, words)
+            what = _params_vs(exp, best, task)
         else:
             what = version_name(task.editable(), exp.artifact_version)
         shown.append(f"#{exp.iteration} {what}")

@@ -154,10 +154,11 @@ def test_before_any_best_rows_and_the_running_line_say_how_they_differ_from_the_
     )
     store.reserve_experiment(run.id, defaults, 1, None)  # an interrupted one may run again
     store.reserve_experiment(run.id, dict(defaults, max_depth=4), 1, None)
-    text = render_summary(store, store.get_run(run.id), task)
-    assert "\n#1 interrupted defaults error: the worker died\n" in text
-    assert "\nRunning: #2 defaults, #3 max_depth=4\n" in text
-    assert "same params as best" not in text
+    for words in ("neutral", "small"):
+        text = render_summary(store, store.get_run(run.id), task, words)
+        assert "\n#1 interrupted defaults error: the worker died\n" in text
+        assert "\nRunning: #2 defaults, #3 max_depth=4\n" in text
+        assert "same params as best" not in text
 
 
 def test_an_interrupted_experiment_is_no_failure_of_the_streak(settings):
