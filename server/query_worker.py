@@ -11,6 +11,7 @@ address-space limit, and exits when the server does.
 line of stdin with one JSON reply per line of stdout.
 """
 
+import atexit
 import contextlib
 import json
 import os
@@ -116,6 +117,8 @@ def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
 
 
 _worker = QueryWorker()
+# Stopped and reaped as the server's process ends (stdin's EOF would end it, unwaited).
+atexit.register(_worker.close)
 
 
 def query_in_worker(db_path: Path, sql: str, max_rows: int) -> QueryResult:

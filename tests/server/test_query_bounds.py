@@ -2,6 +2,8 @@
 function calls that never reach the progress handler (printf/format widths, instr, replace and trim over
 megabyte strings). Each worst case ends within the limit, with a message, and the next query works."""
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -90,3 +92,15 @@ async def test_through_the_tool_a_worst_case_query_is_refused_in_time_and_the_se
             assert time.monotonic() - started < TIME_LIMIT_S + GRACE_S + 1.0
         after = await client.call_tool("query_results", {"sql": "SELECT count(*) FROM v_runs"})
         assert not after.is_error and after.structured_content["rows"] == [[1]]
+
+
+def test_the_query_worker_is_stopped_and_reaped_when_its_server_process_ends(db: Path) -> None:
+    started = (
+        "from pathlib import Path; from autoresearch_mcp.server.query import query_results; "
+        f"print(query_results(Path({str(db)!r}), 'SELECT 1 AS one', 5).rows)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", started], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "[[1]]"
+    assert "ResourceWarning" not in done.stderr, done.stderr
