@@ -42,7 +42,7 @@ def test_kept_transcripts_are_gzipped_in_place(tmp_path: Path) -> None:
 
 
 def test_the_real_model_batch_tables_in_the_benchmarks_page_are_the_committed_ones() -> None:
-    committed = ROOT / "benchmarks" / "results" / "hpo-16-batch4-qwen2.5-coder-1.5b" / "batch-2591170"
+    committed = ROOT / "benchmarks" / "results" / "hpo-16-batch4-qwen2.5-coder-1.5b" / "batch-3cf83aa"
     rows = [
         line for line in (committed / "table.md").read_text().splitlines() if line.startswith("| batch |")
     ]
