@@ -27,6 +27,15 @@ TOML = textwrap.dedent(
 )
 
 
+def printed(tmp_path: Path) -> Research:
+    """A server's logic for a code folder whose script prints its loss, 2.0 as it stands."""
+    folder = tmp_path / "printed"
+    folder.mkdir()
+    (folder / "train.py").write_text('print("loss: 2.0")\n')
+    (folder / "autoresearch.toml").write_text(TOML)
+    return Research(ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)]))
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
@@ -35,12 +44,7 @@ def anyio_backend() -> str:
 async def test_a_version_not_kept_is_told_the_next_edit_changes_it_and_a_late_reason_is_kept(
     tmp_path: Path,
 ) -> None:
-    folder = tmp_path / "printed"
-    folder.mkdir()
-    (folder / "train.py").write_text('print("loss: 2.0")\n')
-    (folder / "autoresearch.toml").write_text(TOML)
-    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
-    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+    async with Client(build_server(printed(tmp_path)), raise_exceptions=True) as client:
         run_id = (await client.call_tool("start_run", {"task": "printed", "budget": 3})).structured_content[
             "run_id"
         ]
@@ -66,12 +70,7 @@ async def test_a_version_not_kept_is_told_the_next_edit_changes_it_and_a_late_re
 
 
 async def test_a_version_reverted_to_the_best_is_not_told_to_revert_to_the_best(tmp_path: Path) -> None:
-    folder = tmp_path / "printed"
-    folder.mkdir()
-    (folder / "train.py").write_text('print("loss: 2.0")\n')
-    (folder / "autoresearch.toml").write_text(TOML)
-    settings = ServerSettings(db_path=tmp_path / "runs.db", task_dirs=[str(folder)])
-    async with Client(build_server(Research(settings)), raise_exceptions=True) as client:
+    async with Client(build_server(printed(tmp_path)), raise_exceptions=True) as client:
         run_id = (await client.call_tool("start_run", {"task": "printed", "budget": 5})).structured_content[
             "run_id"
         ]
