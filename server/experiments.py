@@ -185,6 +185,7 @@ class ExperimentService:
                 repeat_ok=remeasure,
                 # a script that prints its own metric is never edited (train_py.py): only params change
                 files=[] if task.judged_by == "script" else task.editable(),
+                noisy=task.noisy,
             )
         except ResearchError as exc:  # a repeat (logged as a refusal), a finished run, no budget left
             if isinstance(exc, RefusedError):

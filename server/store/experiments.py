@@ -90,10 +90,12 @@ class ExperimentStore(ExperimentReads):
         note: str | None,
         repeat_ok: bool = False,
         files: Sequence[str] = ("train.py",),
+        noisy: bool = True,
     ) -> Experiment:
         """Record an experiment as running before it runs. Checks status and budget atomically; an exact
         repeat is refused unless `repeat_ok` (a re-evaluation on another seed), in words naming the
-        task's editable `files` (none: only its params may change)."""
+        task's editable `files` (none: only its params may change), and offering a re-measurement only
+        where the task is `noisy` (a timing: elsewhere the server refuses remeasure)."""
         with self.db.transaction() as conn:
             run = conn.execute("SELECT status, budget FROM runs WHERE id = ?", (run_id,)).fetchone()
             if run is None:
@@ -125,7 +127,8 @@ class ExperimentStore(ExperimentReads):
                 on = f" on {version_name(files, artifact_version)}" if files else ""
                 change = " or ".join(files)
                 if not params:
-                    instead = f"change {change}, or pass remeasure=true for another sample."
+                    again = ", or pass remeasure=true for another sample" if noisy else ""
+                    instead = f"change {change}{again}."
                 else:
                     instead = (
                         f"try different params or change {change}." if files else "try different params."

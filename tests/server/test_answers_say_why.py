@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from autoresearch_mcp.contract.errors import RepeatError
 from autoresearch_mcp.server.build import build_server
 from autoresearch_mcp.server.research import Research
 from autoresearch_mcp.server.settings import ServerSettings
+from autoresearch_mcp.server.store import Store
 from folder_fixture import make_folder
 
 pytestmark = pytest.mark.anyio
@@ -121,7 +123,27 @@ async def test_an_exact_repeat_names_the_tasks_own_file_and_no_edit_where_none_i
     )
     assert tuned_refusal.startswith("exact repeat of experiment #1 (same params), which ended ok with ")
     assert tuned_refusal.endswith(". Not run again; try different params.")
+    # The loss the script prints is no timing: no re-measurement is offered, which the server refuses.
     assert code_refusal == (
         "exact repeat of experiment #1 (same params on slow.py v1), which ended ok with 2.0000. Not run "
-        "again; change slow.py, or pass remeasure=true for another sample."
+        "again; change slow.py."
     )
+
+
+def test_an_exact_repeat_of_a_timed_version_offers_a_re_measurement_and_an_untimed_one_does_not(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "runs.db")
+    refusals = []
+    for noisy in (True, False):
+        run = store.create_run(
+            task="codeopt-records", budget=5, target=None, seed=1, name=None,
+            config={"metric": "speedup", "direction": "max", "options": {}}, initial_source="x = 1\n",
+        )  # fmt: skip
+        store.reserve_experiment(run.id, {}, 1, None, files=["train.py"], noisy=noisy)
+        with pytest.raises(RepeatError) as refused:
+            store.reserve_experiment(run.id, {}, 1, None, files=["train.py"], noisy=noisy)
+        refusals.append(str(refused.value))
+    timed, untimed = refusals
+    assert timed.endswith("Not run again; change train.py, or pass remeasure=true for another sample.")
+    assert untimed.endswith("Not run again; change train.py.")
