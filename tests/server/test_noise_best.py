@@ -286,6 +286,7 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
     settings, monkeypatch
 ) -> None:
     # At the default 95% an identical copy is kept 2.5% of the time, by design; here 1 in 2,000.
+    folder_task_level, folder_benchmark_level = folder_task.LEVEL, folder_benchmark.LEVEL
     monkeypatch.setattr(folder_task, "LEVEL", 0.999)
     monkeypatch.setattr(folder_benchmark, "LEVEL", 0.999)
     # 6,000 records: calls of ~50 ms, whose ratios hold at 99.9% (at 1,500, ~14 ms calls, they did not)
@@ -310,6 +311,11 @@ def test_an_identical_copy_of_the_best_is_not_kept_and_a_clearly_faster_version_
     assert metrics["vs_best_iteration"] == 1 and metrics["vs_best_low"] <= 1 <= metrics["vs_best_high"]
     assert not same.is_new_best and same.best is not None and same.best.iteration == 1
 
+    # The clearly faster version, judged at the keep rule's own level (99.9% only guards the copy
+    # against the 2.5% of false keeps 95% allows by design; a loaded machine widens a 99.9% interval
+    # past a twofold speedup's low end).
+    monkeypatch.setattr(folder_task, "LEVEL", folder_task_level)
+    monkeypatch.setattr(folder_benchmark, "LEVEL", folder_benchmark_level)
     service.train_py.modify_train_py(run.id, "the fastest rewrite", fastest, None)
     fast = service.experiments.run_benchmark(run.id)
     # Kept because its interval clears 1. How far above 1 is the machine's to say: CI's slow set loads
