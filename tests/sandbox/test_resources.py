@@ -140,3 +140,12 @@ def test_a_count_the_harness_spoke_during_is_not_judged(
 
     monkeypatch.setattr(resources, "usage", while_the_layout_begins)
     assert not watch.check() and watch.problem is None and watch.held
+
+
+def test_openmp_threads_sleep_while_idle_rather_than_spin_and_number_the_limits_threads() -> None:
+    source = """\
+        import os
+        print(os.environ["OMP_WAIT_POLICY"], os.environ["OMP_NUM_THREADS"])
+    """
+    result = run(source, Limits(threads=2))
+    assert result.status == "ok" and result.output_tail.split() == ["PASSIVE", "2"]
