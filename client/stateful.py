@@ -32,7 +32,7 @@ from autoresearch_mcp.client.protocol_tools import ToolReplies
 from autoresearch_mcp.client.stateful_base import result_text
 from autoresearch_mcp.client.tools import agent_tools
 from autoresearch_mcp.client.window import Turn, select_window, text_messages
-from autoresearch_mcp.contract.arguments import SUMMARY_LAST
+from autoresearch_mcp.contract.arguments import SUMMARY_LAST, SUMMARY_MAX_LAST
 from autoresearch_mcp.contract.code_focus import shows_whole_file
 
 __all__ = ["StatefulAgent", "result_text"]
@@ -69,8 +69,9 @@ class StatefulAgent(ToolReplies, JsonReplies, TextReplies):
                 window = []  # the focus went back to an earlier version and dropped the turns about it
             # After the focus, which may have gone back: the turn says where train.py is now.
             reply = "text" if text_mode else "json" if json_mode else "tool"
-            # After a batch the summary lists every experiment it recorded, not only the last few.
-            last = self.batch_recorded if self.batch_recorded > SUMMARY_LAST else None
+            # After a batch the summary lists every experiment it recorded (up to the most it lists),
+            # not only the last few.
+            last = min(self.batch_recorded, SUMMARY_MAX_LAST) if self.batch_recorded > SUMMARY_LAST else None
             self.batch_recorded = 0
             words = await self.rc.turn(self.run_id, self.config.profile, reply, shown, skip, last)
             if text_mode:

@@ -62,6 +62,18 @@ async def test_a_batch_of_4_on_2_workers_records_4_experiments_per_model_call(
 
 
 @pytest.mark.asyncio
+async def test_a_batch_larger_than_a_summary_lists_shows_its_last_16_results(
+    tmp_path: Path, agent_server_env: None, server_here: None
+):
+    args = run_args(tmp_path, "--task", "toy-quadratic", "--llm", "scripted", "--iterations", "22")
+    args.batch, args.workers, args.first = 20, 2, "defaults"
+    result = await run_session(args, mode="stateful", seed=42)
+    assert result.stop_reason == "budget" and result.experiments == 22 and result.llm_calls == 2
+    told = load_transcript(result.transcript)[1]["request"]["messages"][-1]["text"]
+    assert listed(told) == [f"#{i}" for i in range(6, 22)]  # the 20 of the batch, as far as 16 go
+
+
+@pytest.mark.asyncio
 async def test_a_refused_item_of_a_batch_says_which_and_why_and_costs_no_budget(
     tmp_path: Path, agent_server_env: None, server_here: None
 ):
