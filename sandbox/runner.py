@@ -98,6 +98,9 @@ class SandboxResult(BaseModel):
     isolation: list[str] = Field(description="what was enforced for this run")
 
 
+SPIN_COUNT = "10000"
+
+
 def _child_env(limits: Limits, home: Path) -> dict[str, str]:
     env = {key: os.environ[key] for key in ENV_ALLOW if key in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -111,9 +114,11 @@ def _child_env(limits: Limits, home: Path) -> dict[str, str]:
         OMP_NUM_THREADS=threads,
         OPENBLAS_NUM_THREADS=threads,
         MKL_NUM_THREADS=threads,
-        # OpenMP's idle threads sleep instead of spinning: on a machine with other work (workers side by
-        # side, a local model) spinning made a two-thread XGBoost fit 6 to 27 times slower, in CPU too.
-        OMP_WAIT_POLICY="PASSIVE",
+        # GNU OpenMP's idle threads spin 10,000 rounds, not 300,000, before they sleep: on a machine with
+        # other work (workers side by side, a local model) the long spin made a two-thread XGBoost fit 3
+        # to 4 times slower in CPU and wall; sleeping at once (OMP_WAIT_POLICY=PASSIVE) made it twice as
+        # slow on an idle machine, where this bound costs nothing.
+        GOMP_SPINCOUNT=SPIN_COUNT,
     )
     return env
 

@@ -142,10 +142,10 @@ def test_a_count_the_harness_spoke_during_is_not_judged(
     assert not watch.check() and watch.problem is None and watch.held
 
 
-def test_openmp_threads_sleep_while_idle_rather_than_spin_and_number_the_limits_threads() -> None:
+def test_openmp_threads_spin_briefly_before_they_sleep_and_number_the_limits_threads() -> None:
     source = """\
         import os
-        print(os.environ["OMP_WAIT_POLICY"], os.environ["OMP_NUM_THREADS"])
+        print(os.environ["GOMP_SPINCOUNT"], os.environ["OMP_NUM_THREADS"])
     """
     result = run(source, Limits(threads=2))
-    assert result.status == "ok" and result.output_tail.split() == ["PASSIVE", "2"]
+    assert result.status == "ok" and result.output_tail.split() == ["10000", "2"]
