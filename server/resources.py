@@ -12,7 +12,7 @@ from autoresearch_mcp.contract.errors import ResearchError
 from autoresearch_mcp.contract.models import RunList, TaskList
 from autoresearch_mcp.contract.tools import Uri
 from autoresearch_mcp.server.research import Research
-from autoresearch_mcp.server.summary import LAST_EXPERIMENTS, MAX_LAST
+from autoresearch_mcp.server.summary import LAST_EXPERIMENTS, listed_last
 from autoresearch_mcp.server.turn import PROFILES, REPLIES, render_turn
 
 
@@ -80,9 +80,7 @@ def register(mcp: MCPServer, research: Research) -> None:
         if protocol not in REPLIES:
             raise ResearchError(f"reply is one of {', '.join(REPLIES)}, not {reply!r}")
         held, aside = (frozenset(n for n in names.split(",") if n) for names in (shown, skip))
-        if last and not last.isdigit():
-            raise ResearchError(f"last is a number of experiments from 1 to {MAX_LAST}, not {last!r}")
-        listed = int(last) if last else LAST_EXPERIMENTS
+        listed = listed_last(last) if last else LAST_EXPERIMENTS
         return render_turn(research, run_id, words, protocol, held, aside, listed)  # type: ignore[arg-type]
 
     @mcp.resource(Uri.HISTORY, name="run-history", mime_type="application/json")

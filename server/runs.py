@@ -18,7 +18,7 @@ from autoresearch_mcp.sandbox.resources import sweep_stale_sandboxes
 from autoresearch_mcp.server.experiments import ExperimentService, params_error
 from autoresearch_mcp.server.store import RunRef
 from autoresearch_mcp.server.suggest import SUGGESTERS, optimiser_available, refuse_unless_params_work
-from autoresearch_mcp.server.summary import LAST_EXPERIMENTS, MAX_LAST, Words, render_summary
+from autoresearch_mcp.server.summary import LAST_EXPERIMENTS, Words, listed_last, render_summary
 from autoresearch_mcp.server.tasks.base import Task
 from autoresearch_mcp.server.text import check_text, scrub_paths
 
@@ -200,9 +200,7 @@ class RunService:
         """The run's summary, in neutral words, or a small model's (summary.py), listing the `last`
         experiments."""
         record = self.store.run(run)
-        if not 1 <= last <= MAX_LAST:
-            raise ResearchError(f"last is a number of experiments from 1 to {MAX_LAST}, not {last}")
-        return render_summary(self.store, record, self.tasks.of_run(record), words, last)
+        return render_summary(self.store, record, self.tasks.of_run(record), words, listed_last(last))
 
     def add_note(self, run: RunRef, text: str, kind: NoteKind = "strategy") -> Note:
         record = self.store.run(run)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from autoresearch_mcp.contract.arguments import SUMMARY_LAST, SUMMARY_MAX_LAST
-from autoresearch_mcp.contract.errors import error_headline
+from autoresearch_mcp.contract.errors import ResearchError, error_headline
 from autoresearch_mcp.contract.models import Experiment, Run
 from autoresearch_mcp.contract.tools import ToolName
 from autoresearch_mcp.contract.variety import bounds_of, change_of, least_varied_first
@@ -26,6 +26,18 @@ from autoresearch_mcp.server.tasks.intervals import best_suffix
 from autoresearch_mcp.server.tasks.speed import NOT_SHOWN, SHOWN_FIRST, VERDICT_METRICS
 
 LAST_EXPERIMENTS, MAX_LAST = SUMMARY_LAST, SUMMARY_MAX_LAST
+
+
+def listed_last(last: int | str) -> int:
+    """`last` (a number, or its text in a resource's query) as how many experiments a summary lists,
+    or a one-line refusal."""
+    if isinstance(last, str) and last.isdigit():
+        last = int(last)
+    if not isinstance(last, int) or not 1 <= last <= MAX_LAST:
+        raise ResearchError(f"last is a number of experiments from 1 to {MAX_LAST}, not {last!r}")
+    return last
+
+
 LAST_NOTES = 2
 WORST_SHOWN = 2  # the earlier run's failed approaches a started-from run shows
 NOTE_CHARS = 300
@@ -254,7 +266,7 @@ def render_summary(
         lines.append("Last (vs best):" if has_params and best is not None else "Last:")
         lines.extend(experiment_line(exp, task, best, versions, digits, words) for exp in recent)
     if running:
-        lines.append(running_line(store, run, task, best, running, words))
+        lines.append(running_line(store, run, task, best, running))
     for kind, label in (("strategy", "Strategy"), ("failed", "Failed")):
         notes = store.notes.list(run.id, kind, last=LAST_NOTES)
         if notes:
@@ -288,9 +300,7 @@ RUNNING_SHOWN = 8
 RUNNING_LINE_CHARS = 400
 
 
-def running_line(
-    store: Store, run: Run, task: Task, best: Experiment | None, count: int, words: Words = "neutral"
-) -> str:
+def running_line(store: Store, run: Run, task: Task, best: Experiment | None, count: int) -> str:
     """`Running: #16 lr=0.1, #17 max_depth=9`: the experiments not finished yet (queued or running), each
     as what differs from the best (the defaults while there is none); the latest RUNNING_SHOWN, and how
     many more."""
